@@ -1,0 +1,174 @@
+"""Settings: CLI flag > DORY_* environment > <corpus>/dory.toml > defaults.
+
+`dory.toml` has sections (`[index]`, `[embedder]`, `[search]`); the environment names a setting as
+`DORY_<SECTION>_<KEY>` (for example `DORY_EMBEDDER_BACKEND=none`), and the CLI passes overrides as
+a dotted mapping (`{"embedder.backend": "none"}`). Top-level settings are `DORY_CORPUS` and
+`DORY_STATE_DIR`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dory.errors import ConfigError, CorpusNotFound
+
+CONFIG_FILE = "dory.toml"
+STATE_DIR_NAME = ".dory"
+# A folder "looks like a corpus" when it carries one of these.
+CORPUS_MARKERS = (CONFIG_FILE, STATE_DIR_NAME, "core")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class IndexSettings(_Section):
+    max_file_bytes: int = Field(2_000_000, ge=1)
+    ignore: list[str] = Field(default_factory=list)
+    chunk_tokens: int = Field(220, ge=32, le=2048)
+    chunk_overlap: int = Field(32, ge=0, le=512)
+    tokenizer: str = "porter unicode61 remove_diacritics 2"
+    trigram: bool = False
+    vector_index: Literal["auto", "flat", "ivf"] = "auto"
+    ivf_threshold: int = Field(200_000, ge=1000)
+    batch_files: int = Field(500, ge=1)
+
+
+class EmbedderSection(_Section):
+    backend: Literal["minilm", "openai", "sentence-transformers", "none"] = "minilm"
+    runtime: Literal["auto", "numpy", "torch"] = "auto"
+    model_path: str | None = None
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    dims: int | None = None
+    batch_size: int = Field(32, ge=1, le=1024)
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class SearchSettings(_Section):
+    default_k: int = Field(10, ge=1, le=200)
+    rrf_k: int = Field(60, ge=1)
+    lexical_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    candidates: int = Field(50, ge=10, le=2000)
+    # Ranking-policy rules replacing or extending the built-in table (see dory/search/policy.py).
+    policy: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Settings(_Section):
+    corpus: Path
+    state_dir: Path
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    embedder: EmbedderSection = Field(default_factory=EmbedderSection)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "index.sqlite"
+
+    @property
+    def faiss_path(self) -> Path:
+        return self.state_dir / "vectors.faiss"
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    "index": IndexSettings,
+    "embedder": EmbedderSection,
+    "search": SearchSettings,
+}
+
+
+def looks_like_corpus(folder: Path) -> bool:
+    return any((folder / marker).exists() for marker in CORPUS_MARKERS)
+
+
+def find_corpus(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    """The corpus root: the flag, else DORY_CORPUS, else the current folder if it looks like one."""
+    chosen = explicit or env.get("DORY_CORPUS")
+    if chosen:
+        root = Path(chosen).expanduser()
+        if not root.is_dir():
+            raise CorpusNotFound(f"corpus folder does not exist: {root}", path=str(root))
+        return root.resolve()
+    here = Path.cwd()
+    if looks_like_corpus(here):
+        return here.resolve()
+    raise CorpusNotFound(
+        "no corpus here: pass --corpus DIR, set DORY_CORPUS, or run `dory init DIR` to create one",
+        path=str(here),
+    )
+
+
+def read_toml(root: Path) -> dict[str, Any]:
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}", path=str(path)) from exc
+
+
+def env_layer(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """DORY_<SECTION>_<KEY> variables as {section: {key: raw string}}."""
+    layer: dict[str, dict[str, str]] = {}
+    for name, value in env.items():
+        if not name.startswith("DORY_") or value == "":
+            continue
+        rest = name[len("DORY_"):].lower()
+        for section in SECTIONS:
+            if rest.startswith(section + "_"):
+                layer.setdefault(section, {})[rest[len(section) + 1:]] = value
+    return layer
+
+
+def _coerce_env(section: type[_Section], key: str, raw: str) -> Any:
+    """Environment values are strings; lists are comma-separated."""
+    field = section.model_fields.get(key)
+    if field is not None and "list" in str(field.annotation):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
+
+
+def load_settings(
+    corpus: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    env = os.environ if env is None else env
+    root = find_corpus(corpus, env)
+    layers: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    toml_data = read_toml(root)
+    for key in toml_data:
+        if key not in SECTIONS:
+            raise ConfigError(f"{root / CONFIG_FILE}: unknown section [{key}]", section=key)
+    for name in SECTIONS:
+        layers[name].update(toml_data.get(name, {}))
+    for name, values in env_layer(env).items():
+        for key, raw in values.items():
+            layers[name][key] = _coerce_env(SECTIONS[name], key, raw)
+    state_dir: Any = env.get("DORY_STATE_DIR") or root / STATE_DIR_NAME
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if dotted == "state_dir":
+            state_dir = value
+            continue
+        section, _, key = dotted.partition(".")
+        if section not in layers or not key:
+            raise ConfigError(f"unknown setting {dotted!r}", setting=dotted)
+        layers[section][key] = value
+    try:
+        return Settings(corpus=root, state_dir=Path(state_dir).expanduser().resolve(), **layers)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from exc

@@ -1,0 +1,104 @@
+"""Path rules: what counts as a note, what is ignored, and how a user path maps into the corpus."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from dory.errors import NotFound, PathOutsideCorpus, ValidationError
+
+# Folders never walked, wherever they appear.
+IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules", "__pycache__", ".venv"})
+# Editor and sync-tool droppings (vim, JetBrains, sed -i, Syncthing, Dropbox, Office locks).
+TEMP_PATTERNS = (
+    "*~",
+    "*.swp",
+    "*.swx",
+    "*.tmp",
+    "4913",
+    "*___jb_tmp___",
+    "*___jb_old___",
+    "sed??????",
+    "*.sync-conflict-*",
+    "* (conflicted copy *",
+    "~$*",
+    ".#*",
+)
+
+
+def is_temp_name(name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in TEMP_PATTERNS)
+
+
+class IgnoreRules:
+    """Decides which relative paths are skipped: built-in folders, hidden and temp names, user globs."""
+
+    def __init__(self, globs: Iterable[str] = ()) -> None:
+        self.globs = tuple(globs)
+
+    def skips_dir(self, name: str, rel: str) -> bool:
+        return name in IGNORED_DIRS or name.startswith(".") or self._user_match(rel + "/")
+
+    def skips_file(self, name: str, rel: str) -> bool:
+        if name.startswith(".") or is_temp_name(name):
+            return True
+        return self._user_match(rel)
+
+    def _user_match(self, rel: str) -> bool:
+        return any(fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(rel.rstrip("/"), glob) for glob in self.globs)
+
+
+def is_note(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
+def normalize_rel(user_path: str) -> str:
+    """Validate a corpus-relative path given by a caller and return it in POSIX form.
+
+    Rejects absolute paths, `..` segments, NUL bytes and empty paths before touching the disk.
+    """
+    if not user_path or not user_path.strip():
+        raise ValidationError("path is empty", path=user_path)
+    if "\x00" in user_path:
+        raise ValidationError("path contains a NUL byte", path=user_path.replace("\x00", "\\x00"))
+    candidate = user_path.replace("\\", "/")
+    pure = PurePosixPath(candidate)
+    if pure.is_absolute() or candidate.startswith("~") or (len(candidate) > 1 and candidate[1] == ":"):
+        raise PathOutsideCorpus(f"path must be relative to the corpus: {user_path}", path=user_path)
+    if any(part == ".." for part in pure.parts):
+        raise PathOutsideCorpus(f"path escapes the corpus: {user_path}", path=user_path)
+    parts = [part for part in pure.parts if part not in ("", ".")]
+    if not parts:
+        raise ValidationError("path names the corpus root, not a file", path=user_path)
+    return "/".join(parts)
+
+
+def resolve_inside(root: Path, user_path: str) -> tuple[str, Path]:
+    """Map a caller's relative path to a real file inside `root`, following symlinks safely.
+
+    Returns (normalised relative path, resolved absolute path). Raises PathOutsideCorpus when the
+    path or any symlink on it leads outside the corpus, NotFound when nothing is there.
+    """
+    rel = normalize_rel(user_path)
+    real_root = root.resolve()
+    try:
+        resolved = (real_root / rel).resolve(strict=True)
+    except FileNotFoundError as exc:
+        raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
+    except RuntimeError as exc:  # Python raises this for symlink loops
+        raise ValidationError(f"symlink loop at {rel}", path=rel) from exc
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise ValidationError(f"symlink loop at {rel}", path=rel) from exc
+        raise NotFound(f"cannot open {rel}: {exc.strerror}", path=rel) from exc
+    if not resolved.is_relative_to(real_root):
+        raise PathOutsideCorpus(f"path leads outside the corpus through a symlink: {rel}", path=rel)
+    if resolved.is_dir():
+        raise ValidationError(f"path is a folder, not a file: {rel}", path=rel)
+    return rel, resolved
+
+
+def relpath(root: Path, path: Path) -> str:
+    return os.path.relpath(path, root).replace(os.sep, "/")

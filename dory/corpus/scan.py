@@ -1,0 +1,122 @@
+"""Walk the corpus and list its notes with size and mtime, plus what was skipped and why.
+
+The walk never reads file contents (an unchanged re-scan must stay cheap) and never raises for one
+bad entry: unreadable folders, symlinks leaving the corpus and symlink loops become `Skip` records.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dory.corpus.paths import IgnoreRules, is_note
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    path: str  # corpus-relative, POSIX separators
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    path: str
+    reason: str  # stable short code, e.g. "symlink_outside", "too_large", "broken_yaml"
+    detail: str
+
+
+@dataclass
+class ScanResult:
+    files: dict[str, FileStat] = field(default_factory=dict)
+    skipped: list[Skip] = field(default_factory=list)
+    # False when part of the tree could not be listed: callers must not treat
+    # missing files as deleted then.
+    complete: bool = True
+
+
+def scan_corpus(root: Path, rules: IgnoreRules) -> ScanResult:
+    result = ScanResult()
+    real_root = root.resolve()
+    if not real_root.is_dir():
+        result.complete = False
+        result.skipped.append(Skip("", "unreadable_dir", f"corpus folder is missing: {root}"))
+        return result
+    root_stat = real_root.stat()
+    _walk(real_root, "", real_root, rules, result, {(root_stat.st_dev, root_stat.st_ino)})
+    return result
+
+
+def _walk(
+    folder: Path, prefix: str, real_root: Path, rules: IgnoreRules, result: ScanResult,
+    seen_dirs: set[tuple[int, int]],
+) -> None:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as exc:
+        result.complete = False
+        result.skipped.append(Skip(prefix.rstrip("/"), "unreadable_dir", exc.strerror or str(exc)))
+        return
+    for entry in entries:
+        rel = prefix + entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_link = entry.is_symlink()
+        except OSError as exc:
+            result.skipped.append(Skip(rel, "unreadable", exc.strerror or str(exc)))
+            continue
+        if is_dir:
+            if not rules.skips_dir(entry.name, rel):
+                st = entry.stat(follow_symlinks=False)
+                seen_dirs.add((st.st_dev, st.st_ino))
+                _walk(Path(entry.path), rel + "/", real_root, rules, result, seen_dirs)
+            continue
+        if is_link:
+            _follow_link(entry, rel, real_root, rules, result, seen_dirs)
+            continue
+        if is_note(entry.name) and not rules.skips_file(entry.name, rel):
+            _add_file(entry.stat(follow_symlinks=False), rel, result)
+
+
+def _follow_link(
+    entry: os.DirEntry[str], rel: str, real_root: Path, rules: IgnoreRules, result: ScanResult,
+    seen_dirs: set[tuple[int, int]],
+) -> None:
+    """Symlinks are followed only when they stay inside the corpus; loops are reported once."""
+    name = entry.name
+    if rules.skips_file(name, rel) or rules.skips_dir(name, rel):
+        return
+    try:
+        target = Path(entry.path).resolve(strict=True)
+        st = target.stat()
+    except (OSError, RuntimeError) as exc:
+        if is_note(name) or isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40:
+            reason = "symlink_loop" if _is_loop(exc) else "broken_symlink"
+            result.skipped.append(Skip(rel, reason, str(exc)))
+        return
+    if not target.is_relative_to(real_root):
+        if stat.S_ISDIR(st.st_mode) or is_note(name):
+            result.skipped.append(Skip(rel, "symlink_outside", f"points outside the corpus: {target}"))
+        return
+    if stat.S_ISDIR(st.st_mode):
+        key = (st.st_dev, st.st_ino)
+        if key in seen_dirs:
+            result.skipped.append(Skip(rel, "symlink_loop", f"folder already visited: {target}"))
+            return
+        seen_dirs.add(key)
+        _walk(target, rel + "/", real_root, rules, result, seen_dirs)
+    elif is_note(name):
+        _add_file(st, rel, result)
+
+
+def _is_loop(exc: BaseException) -> bool:
+    return isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40
+
+
+def _add_file(st: os.stat_result, rel: str, result: ScanResult) -> None:
+    if stat.S_ISREG(st.st_mode):
+        result.files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
+    else:
+        result.skipped.append(Skip(rel, "not_regular_file", "not a regular file (fifo, socket or device)"))

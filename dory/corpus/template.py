@@ -1,0 +1,37 @@
+"""`dory init`: copy the starting corpus into a folder without overwriting anything there."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dory
+from dory.errors import ConfigError
+
+
+def template_dir() -> Path:
+    """The template ships inside the wheel; an editable install reads it from the repository."""
+    package = Path(dory.__file__).parent
+    for candidate in (package / "_corpus_template", package.parent / "corpus-template"):
+        if candidate.is_dir():
+            return candidate
+    raise ConfigError("the corpus template is missing from this installation; reinstall dory")
+
+
+def init_corpus(target: Path) -> list[str]:
+    """Copy missing template files into `target`; returns the relative paths created."""
+    source = template_dir()
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{target} exists and is not a folder")
+    created = []
+    for item in sorted(source.rglob("*")):
+        rel = item.relative_to(source)
+        dest = target / rel
+        if item.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+        elif not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(item, dest)
+            created.append(rel.as_posix())
+    return created
+

@@ -1,0 +1,97 @@
+"""Dory's error hierarchy.
+
+Every error a user can see is a `DoryError` with a stable machine code, an HTTP status for the
+HTTP surface and an exit code for the CLI. Surfaces never invent their own errors: they map these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DoryError(Exception):
+    """Base class. `code` is stable across releases; `message` is for people."""
+
+    code = "internal_error"
+    http_status = 500
+    exit_code = 1
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message, "type": type(self).__name__}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class UsageError(DoryError):
+    """The caller asked for something malformed (bad flag value, bad query file)."""
+
+    code = "usage_error"
+    http_status = 400
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """Settings are invalid or the corpus cannot be located."""
+
+    code = "config_error"
+
+
+class CorpusNotFound(ConfigError):
+    code = "corpus_not_found"
+
+
+class NotFound(DoryError):
+    code = "not_found"
+    http_status = 404
+    exit_code = 3
+
+
+class ValidationError(DoryError):
+    """Input was well-formed but is not acceptable (unsafe path, too large, bad encoding)."""
+
+    code = "validation_error"
+    http_status = 400
+    exit_code = 4
+
+
+class PathOutsideCorpus(ValidationError):
+    code = "path_outside_corpus"
+
+
+class FileTooLarge(ValidationError):
+    code = "file_too_large"
+    http_status = 413
+
+
+class UnreadableFile(ValidationError):
+    """A file exists but cannot be read as markdown text (binary, not UTF-8, a loop)."""
+
+    code = "unreadable_file"
+
+
+class BackendUnavailable(DoryError):
+    """A dependency Dory needs is missing or broken (model, vector index, embedding endpoint)."""
+
+    code = "backend_unavailable"
+    http_status = 503
+    exit_code = 5
+
+
+class ModelUnavailable(BackendUnavailable):
+    code = "model_unavailable"
+
+
+class EmbeddingEndpointError(BackendUnavailable):
+    code = "embedding_endpoint_error"
+
+
+class IndexLocked(DoryError):
+    code = "index_locked"
+    http_status = 409
+    exit_code = 6

@@ -1,0 +1,117 @@
+"""The SQLite side of the index: connection settings, schema and its migrations.
+
+One file (`<state>/index.sqlite`) in WAL mode so readers never block the writer. The schema version
+lives in `PRAGMA user_version`; each migration is applied once, in order, inside a transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from dory.errors import BackendUnavailable
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _schema_v1(tokenizer: str) -> str:
+    return f"""
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    title TEXT NOT NULL,
+    doc_type TEXT,
+    status TEXT,
+    canonical INTEGER NOT NULL DEFAULT 0,
+    source_kind TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    doc_date TEXT,
+    frontmatter TEXT NOT NULL DEFAULT '{{}}',
+    frontmatter_error TEXT,
+    line_count INTEGER NOT NULL,
+    indexed_at TEXT NOT NULL
+);
+CREATE INDEX files_sha ON files(sha256);
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    has_vector INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (file_id, ordinal)
+);
+CREATE INDEX chunks_pending ON chunks(has_vector) WHERE has_vector = 0;
+CREATE INDEX chunks_hash ON chunks(content_hash);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    title, aliases, headings, path, body,
+    tokenize = '{tokenizer}'
+);
+CREATE TABLE embeddings (
+    fingerprint TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (fingerprint, content_hash)
+) WITHOUT ROWID;
+CREATE TABLE skipped (
+    path TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    seen_at TEXT NOT NULL
+);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+TRIGRAM_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(body, tokenize = 'trigram')"
+
+MIGRATIONS = (_schema_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    """Open the index database; read-only connections never create or migrate it."""
+    if readonly:
+        uri = f"file:{path}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise BackendUnavailable(
+            f"index schema {version} is newer than this Dory ({SCHEMA_VERSION}); "
+            "upgrade Dory or delete the .dory folder and run `dory reindex --full`"
+        )
+    for number in range(version, SCHEMA_VERSION):
+        with conn:
+            conn.executescript("BEGIN;" + MIGRATIONS[number](tokenizer) + f"PRAGMA user_version = {number + 1};")
+            conn.commit()
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                 (key, value))

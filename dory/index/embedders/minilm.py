@@ -1,0 +1,179 @@
+"""all-MiniLM-L6-v2, the default offline embedder.
+
+Loading is lazy and in two stages, so constructing an embedder is free:
+
+* the tokenizer (0.5 MB, ~10 ms) on the first `count_tokens` or embed call;
+* the weights (90 MB) on the first embed call.
+
+Runtimes: "numpy" (our own encoder, always available), "torch" (same weights through torch; about 2×
+faster; needs `pip install torch`), or "auto" (torch if it is installed, else numpy). Both give the
+same vectors and the same fingerprint, so an index built with one can be searched with the other.
+
+Texts are sorted by token length and encoded in micro-batches of similar length, so short texts are
+not padded to the length of long ones; the result rows are put back in the caller's order.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from typing import Protocol
+
+import numpy as np
+
+from dory.errors import ConfigError, ModelUnavailable
+
+from .base import Fingerprint, l2_normalize_rows
+from .bert_weights import load_bert
+from .model_files import (
+    MODEL_ID,
+    MODEL_REVISION,
+    install_model,
+    locate_model_dir,
+    model_status,
+    verify_model,
+)
+from .tokens import MAX_TOKENS, MiniLMTokenizer
+
+__all__ = ["RUNTIMES", "MiniLMEmbedder", "install_model", "model_status", "verify_model"]
+
+RUNTIMES = ("auto", "numpy", "torch")
+DIMS = 384
+
+
+class _Encoder(Protocol):
+    runtime: str
+    token_budget: int
+
+    def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2: 384-d, mean pooling, 256-token window, no query/document prefixes."""
+
+    name = "minilm-l6-v2"
+    dims = DIMS
+    query_prefix = ""
+    doc_prefix = ""
+
+    def __init__(self, model_path: str | os.PathLike[str] | None = None, runtime: str = "auto") -> None:
+        if runtime not in RUNTIMES:
+            raise ConfigError(f"unknown MiniLM runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
+        self._model_path = model_path
+        self._requested_runtime = runtime
+        self._lock = threading.Lock()  # the daemon may embed from several threads; load only once
+        self._tokenizer: MiniLMTokenizer | None = None
+        self._encoder: _Encoder | None = None
+
+    # -- identity --------------------------------------------------------------------------------
+
+    def fingerprint(self) -> Fingerprint:
+        return {
+            "model": MODEL_ID,
+            "revision": MODEL_REVISION,
+            "dims": DIMS,
+            "max_tokens": MAX_TOKENS,
+            "query_prefix": self.query_prefix,
+            "doc_prefix": self.doc_prefix,
+        }
+
+    @property
+    def runtime(self) -> str:
+        """The runtime that is (or will be) used: "numpy" or "torch". Never loads anything."""
+        if self._encoder is not None:
+            return self._encoder.runtime
+        return resolve_runtime(self._requested_runtime)
+
+    # -- tokens ----------------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return self._get_tokenizer().count(text)
+
+    # -- embedding -------------------------------------------------------------------------------
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self.query_prefix + text])[0]
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self._embed([self.doc_prefix + text for text in texts])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        result = np.zeros((len(texts), DIMS), dtype=np.float32)
+        if not texts:
+            return result
+        encoder = self._get_encoder()
+        token_ids = self._get_tokenizer().encode_batch(texts)
+        for group in plan_micro_batches([len(ids) for ids in token_ids], encoder.token_budget):
+            ids, mask = pad_batch([token_ids[i] for i in group])
+            result[group] = encoder.encode(ids, mask)
+        return l2_normalize_rows(result)
+
+    # -- lazy loading ----------------------------------------------------------------------------
+
+    def _get_tokenizer(self) -> MiniLMTokenizer:
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = MiniLMTokenizer.from_model_dir(locate_model_dir(self._model_path))
+        return self._tokenizer
+
+    def _get_encoder(self) -> _Encoder:
+        if self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    self._encoder = self._load_encoder()
+        return self._encoder
+
+    def _load_encoder(self) -> _Encoder:
+        model_dir = locate_model_dir(self._model_path)
+        verify_model(model_dir)
+        weights = load_bert(model_dir)
+        if resolve_runtime(self._requested_runtime) == "torch":
+            from .bert_torch import TorchBert
+
+            return TorchBert(weights)
+        from .bert_numpy import NumpyBert
+
+        return NumpyBert(weights)
+
+
+def resolve_runtime(requested: str) -> str:
+    """"auto" → "torch" when torch is importable, else "numpy". "torch" without torch is an error."""
+    has_torch = importlib.util.find_spec("torch") is not None
+    if requested == "torch" and not has_torch:
+        raise ModelUnavailable(
+            "MiniLM runtime 'torch' was requested but torch is not installed; "
+            "run `pip install torch` or set the runtime to 'numpy' or 'auto'"
+        )
+    if requested == "auto":
+        return "torch" if has_torch else "numpy"
+    return requested
+
+
+def plan_micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:
+    """Group text indices into batches of similar length whose padded size fits `token_budget`.
+
+    Indices are visited longest first, so each batch is padded to its first member's length; a batch
+    grows while (members × that length) stays within the budget. Every batch has at least one member.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i], reverse=True)
+    batches: list[list[int]] = []
+    for index in order:
+        if batches and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= token_budget:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+    return batches
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad token id lists into (ids, attention mask) int64 arrays of the longest length."""
+    longest = max(len(seq) for seq in sequences)
+    ids = np.full((len(sequences), longest), pad_id, dtype=np.int64)
+    mask = np.zeros((len(sequences), longest), dtype=np.int64)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return ids, mask
+

@@ -1,0 +1,174 @@
+"""Bring the index in line with the corpus: the lexical pass, then the vector pass.
+
+Reconcile compares each note's size and mtime with its row; only files that differ are read and
+hashed. Same hash → only the stat is updated; a deleted path whose hash reappears under a new path
+is a rename (rows move, nothing is re-chunked or re-embedded); otherwise the file is re-chunked.
+The lexical pass commits in batches, so new text is searchable before any vector exists; the
+vector pass embeds only chunks whose content hash is not in the embedding cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dory.config import Settings
+from dory.corpus.chunking import CHUNKER_VERSION, CountMany, chunk_lines
+from dory.corpus.document import Document, ReadProblem, read_document
+from dory.corpus.paths import IgnoreRules
+from dory.corpus.scan import ScanResult, Skip, scan_corpus
+from dory.index.store import IndexedFile, IndexStore, now_iso
+from dory.index.vectors import VectorStore
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+EMBED_BATCH = 128
+SAVE_EVERY_BATCHES = 20
+
+
+@dataclass
+class Plan:
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)  # stat changed, bytes did not
+    unchanged: int = 0
+    skipped: list[Skip] = field(default_factory=list)
+    deletions_withheld: str | None = None  # why a scan's missing files were not deleted
+
+
+@dataclass
+class LexicalReport:
+    plan: Plan
+    chunks_written: int = 0
+    chunker: str = ""
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    return None
+
+
+class Indexer:
+    def __init__(self, settings: Settings, store: IndexStore, count_many: CountMany, counter_id: str) -> None:
+        self.settings = settings
+        self.store = store
+        self.count_many = count_many
+        self.chunker_id = f"{CHUNKER_VERSION}:{counter_id}:{settings.index.chunk_tokens}:{settings.index.chunk_overlap}"
+        self.rules = IgnoreRules(settings.index.ignore)
+
+    # -- planning ----------------------------------------------------------------------------
+    def scan(self) -> ScanResult:
+        return scan_corpus(self.settings.corpus, self.rules)
+
+    def plan(self, scan: ScanResult, full: bool = False) -> tuple[Plan, dict[str, Document]]:
+        """Classify every path; returns the documents already read while hashing candidates."""
+        plan = Plan(skipped=list(scan.skipped))
+        indexed = self.store.indexed_files()
+        full = full or self.store.meta("chunker") != self.chunker_id
+        docs: dict[str, Document] = {}
+        missing = [path for path in indexed if path not in scan.files]
+        by_hash: dict[str, list[str]] = {}
+        for path in missing:
+            by_hash.setdefault(indexed[path].sha256, []).append(path)
+        for path, st in scan.files.items():
+            old = indexed.get(path)
+            if old and not full and old.size == st.size and old.mtime_ns == st.mtime_ns:
+                plan.unchanged += 1
+                continue
+            doc = self._read(path, plan)
+            if doc is None:
+                if old:
+                    plan.deleted.append(path)
+                continue
+            docs[path] = doc
+            self._classify(plan, path, doc, old, by_hash, full)
+        self._plan_deletions(plan, scan, indexed, missing, by_hash)
+        return plan, docs
+
+    def _read(self, path: str, plan: Plan) -> Document | None:
+        try:
+            return read_document(self.settings.corpus, path, self.settings.index.max_file_bytes)
+        except ReadProblem as problem:
+            plan.skipped.append(Skip(path, problem.reason, problem.detail))
+            return None
+
+    @staticmethod
+    def _classify(plan: Plan, path: str, doc: Document, old: IndexedFile | None,
+                  by_hash: dict[str, list[str]], full: bool) -> None:
+        if old and old.sha256 == doc.sha256 and not full:
+            plan.touched.append(path)
+        elif old:
+            plan.changed.append(path)
+        elif not full and by_hash.get(doc.sha256):
+            plan.renamed.append((by_hash[doc.sha256].pop(), path))
+        else:
+            plan.new.append(path)
+
+    @staticmethod
+    def _plan_deletions(plan: Plan, scan: ScanResult, indexed: dict[str, IndexedFile], missing: list[str],
+                        by_hash: dict[str, list[str]]) -> None:
+        renamed_from = {old for old, _ in plan.renamed}
+        gone = [path for path in missing if path not in renamed_from]
+        if not gone:
+            return
+        if not scan.complete:
+            plan.deletions_withheld = "part of the corpus could not be listed; nothing was deleted"
+        elif not scan.files and indexed:
+            plan.deletions_withheld = "the corpus scan found no notes at all; refusing to empty the index"
+        else:
+            plan.deleted.extend(gone)
+
+    # -- lexical pass ------------------------------------------------------------------------
+    def run_lexical(self, full: bool = False, progress: Progress = _no_progress,
+                    vectors: VectorStore | None = None) -> LexicalReport:
+        """Apply a plan in batched transactions. Removed chunk ids leave `vectors` as they go."""
+        scan = self.scan()
+        plan, docs = self.plan(scan, full)
+        report = LexicalReport(plan=plan, chunker=self.chunker_id)
+        work = [("write", p) for p in plan.new + plan.changed] + [("touch", p) for p in plan.touched]
+        work += [("rename", f"{old}\x00{new}") for old, new in plan.renamed]
+        work += [("delete", p) for p in plan.deleted]
+        conn = self.store.conn
+        batch = self.settings.index.batch_files
+        for start in range(0, max(len(work), 1), batch):
+            with conn:
+                removed: list[int] = []
+                for action, item in work[start:start + batch]:
+                    removed += self._apply(action, item, docs, scan, report)
+                if start + batch >= len(work):
+                    self._finish(plan, scan)
+            if vectors is not None and removed:
+                vectors.remove(np.asarray(removed, dtype=np.int64))
+            progress("lexical", min(start + batch, len(work)), len(work))
+        return report
+
+    def _apply(self, action: str, item: str, docs: dict[str, Document], scan: ScanResult,
+               report: LexicalReport) -> list[int]:
+        store = self.store
+        if action == "write":
+            doc = docs.pop(item)
+            chunks = chunk_lines(doc.lines, doc.body_start, self.count_many,
+                                 self.settings.index.chunk_tokens, self.settings.index.chunk_overlap)
+            report.chunks_written += len(chunks)
+            return store.upsert_file(doc, scan.files[item].mtime_ns, chunks)
+        if action == "touch":
+            st = scan.files[item]
+            store.touch_file(item, st.size, st.mtime_ns)
+            return []
+        if action == "rename":
+            old, new = item.split("\x00")
+            doc = docs.pop(new)
+            st = scan.files[new]
+            name_title = doc.title if "title" not in doc.frontmatter else None
+            store.rename_file(old, new, st.size, st.mtime_ns, name_title)
+            return []
+        return store.delete_file(item)
+
+    def _finish(self, plan: Plan, scan: ScanResult) -> None:
+        for skip in plan.skipped:
+            self.store.record_skip(skip)
+        self.store.forget_skips({skip.path for skip in plan.skipped})
+        self.store.set_meta("chunker", self.chunker_id)
+        self.store.set_meta("last_reindex", now_iso())

@@ -1,0 +1,215 @@
+"""Request and response models shared by every surface (CLI --json, HTTP, MCP).
+
+One definition each: the CLI builds these from flags, HTTP from JSON bodies, MCP from tool
+arguments, and all of them serialise the same response with `model_dump(mode="json")`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SearchMode = Literal["bm25", "vector", "hybrid", "exact"]
+MODE_ALIASES: dict[str, SearchMode] = {
+    "bm25": "bm25", "text": "bm25", "keyword": "bm25", "lexical": "bm25",
+    "vector": "vector", "semantic": "vector", "hybrid": "hybrid", "exact": "exact",
+}
+EvidenceClass = Literal["canonical", "core", "note", "inbox", "generated", "raw", "session", "superseded"]
+Confidence = Literal["high", "medium", "low"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Scope(_Model):
+    path: str | None = Field(None, description="glob over corpus-relative paths, e.g. 'projects/**'")
+    type: list[str] = Field(default_factory=list)
+    status: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list, description="all listed tags must be present")
+    since: str | None = Field(None, description="YYYY-MM-DD; compares the note's date/updated/created")
+    until: str | None = None
+
+    @field_validator("since", "until")
+    @classmethod
+    def _iso_date(cls, value: str | None) -> str | None:
+        import datetime as dt
+
+        if value is None:
+            return None
+        try:
+            return dt.date.fromisoformat(value[:10]).isoformat()
+        except ValueError as exc:
+            raise ValueError(f"not a YYYY-MM-DD date: {value!r}") from exc
+
+    def is_empty(self) -> bool:
+        return not (self.path or self.type or self.status or self.tags or self.since or self.until)
+
+
+class SearchRequest(_Model):
+    query: str = Field(..., min_length=1, max_length=4000)
+    mode: str = "hybrid"
+    k: int = Field(10, ge=1, le=200)
+    scope: Scope = Field(default_factory=Scope)
+    per_file: bool = Field(True, description="at most one result per file (its best chunk)")
+    debug: bool = False
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        mode = MODE_ALIASES.get(value.lower())
+        if mode is None:
+            raise ValueError(f"unknown mode {value!r}; use one of bm25, vector, hybrid, exact")
+        return mode
+
+    @field_validator("query")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("query contains a NUL byte")
+        if not value.strip():
+            raise ValueError("query is blank")
+        return value
+
+
+class StageScores(_Model):
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    fused: float | None = None
+    policy_factor: float | None = None
+    policy_rules: list[str] = Field(default_factory=list)
+    final: float
+
+
+class SearchHit(_Model):
+    path: str
+    title: str
+    chunk_id: str
+    start_line: int
+    end_line: int
+    heading_path: list[str]
+    snippet: str
+    evidence_class: EvidenceClass
+    confidence: Confidence
+    score: float
+    stale_warning: str | None = None
+    explain: StageScores | None = None
+
+
+class SearchResponse(_Model):
+    query: str
+    mode: SearchMode
+    hits: list[SearchHit]
+    warnings: list[str] = Field(default_factory=list)
+    vectors_pending: int = 0
+
+
+class GetRequest(_Model):
+    path: str = Field(..., min_length=1, max_length=4096)
+    from_line: int = Field(1, ge=1)
+    lines: int | None = Field(None, ge=1)
+
+
+class GetResponse(_Model):
+    path: str
+    title: str
+    frontmatter: dict[str, object]
+    frontmatter_error: str | None
+    hash: str
+    total_lines: int
+    from_line: int
+    to_line: int
+    content: str
+
+
+class SkippedFile(_Model):
+    path: str
+    reason: str
+    detail: str
+
+
+class StatusResponse(_Model):
+    corpus: str
+    state_dir: str
+    files_on_disk: int
+    files_indexed: int
+    chunks: int
+    vectors: int
+    vectors_pending: int
+    pending_changes: int
+    embedder: str
+    fingerprint: dict[str, object] | None
+    fingerprint_matches: bool
+    vector_index: str
+    skipped: list[SkippedFile]
+    broken_frontmatter: list[SkippedFile]
+    last_reindex: str | None
+    index_bytes: int
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ReindexRequest(_Model):
+    full: bool = False
+    plan_only: bool = False
+    vectors: bool = True
+
+
+class ReindexResponse(_Model):
+    new: int
+    changed: int
+    renamed: int
+    deleted: int
+    touched: int
+    unchanged: int
+    skipped: list[SkippedFile]
+    chunks_written: int
+    vectors_embedded: int
+    vectors_reused: int
+    vectors_pending: int
+    seconds: float
+    planned_paths: dict[str, list[str]] | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class EvalRequest(_Model):
+    queries_file: str
+    modes: list[str] = Field(default_factory=lambda: ["bm25", "vector", "hybrid"])
+    k: int = Field(10, ge=1, le=200)
+    scope_field: str | None = Field(None, description="query field holding a path-prefix scope")
+    per_query: bool = False
+
+    @field_validator("modes")
+    @classmethod
+    def _known_modes(cls, values: list[str]) -> list[str]:
+        out = []
+        for value in values:
+            mode = MODE_ALIASES.get(value.strip().lower())
+            if mode is None:
+                raise ValueError(f"unknown mode {value!r}")
+            out.append(mode)
+        return out
+
+
+class EvalQueryResult(_Model):
+    id: str
+    query: str
+    ranks: dict[str, int | None]
+
+
+class EvalModeResult(_Model):
+    mode: SearchMode
+    recall_at_k: float
+    mrr_at_10: float
+    ndcg_at_10: float
+    queries: int
+    per_query: list[EvalQueryResult] | None = None
+
+
+class EvalResponse(_Model):
+    k: int
+    queries: int
+    modes: list[EvalModeResult]
+    warnings: list[str] = Field(default_factory=list)

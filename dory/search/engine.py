@@ -1,0 +1,171 @@
+"""Search: candidates from each retriever, reciprocal rank fusion, the ranking policy, collapse.
+
+Modes: `bm25` (FTS5 only), `vector` (embeddings only), `hybrid` (both, fused), `exact` (literal
+substring). Every non-exact mode scores a candidate as Σ weight / (rrf_k + rank) over the lists it
+appears in, times the policy factor; scores are therefore comparable within one answer, never
+across modes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from dory.config import Settings
+from dory.errors import BackendUnavailable
+from dory.index.store import IndexStore
+from dory.models import SearchHit, SearchRequest, SearchResponse, StageScores
+from dory.search import hits as H
+from dory.search.exact import exact_candidates
+from dory.search.lexical import lexical_candidates
+from dory.search.policy import RankingPolicy
+from dory.search.query import ParsedQuery, parse_query
+from dory.search.scope import scope_sql
+
+
+class VectorSide(Protocol):
+    """Nearest chunks to a query text; raises BackendUnavailable when vectors cannot be used."""
+
+    def search(self, query: str, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]: ...
+
+    def pending(self) -> int: ...
+
+
+class SearchEngine:
+    def __init__(self, settings: Settings, store: IndexStore, vectors: VectorSide | None) -> None:
+        self.settings = settings
+        self.store = store
+        self.vectors = vectors
+        self.policy = RankingPolicy.from_settings(settings.search.policy)
+
+    def search(self, req: SearchRequest) -> SearchResponse:
+        parsed = parse_query(req.query)
+        limit = max(self.settings.search.candidates, req.k * 5)
+        warnings: list[str] = []
+        lists = self._retrieve(req, parsed, limit, warnings)
+        ranked = self._exact_order(lists["exact"]) if req.mode == "exact" else self._fuse(lists)
+        hits = self._select(req, parsed, ranked, lists)
+        pending = self._pending() if req.mode in ("vector", "hybrid") else 0
+        if pending and req.mode in ("vector", "hybrid") and not warnings:
+            warnings.append(f"{pending} chunks are not embedded yet; their text is found by keywords only")
+        return SearchResponse(query=req.query, mode=req.mode, hits=hits, warnings=warnings, vectors_pending=pending)
+
+    # -- retrieval ---------------------------------------------------------------------------
+    def _retrieve(self, req: SearchRequest, parsed: ParsedQuery, limit: int,
+                  warnings: list[str]) -> dict[str, list[tuple[int, float]]]:
+        if req.mode == "exact":
+            return {"exact": exact_candidates(self.store, req.query, req.scope, limit)}
+        lists: dict[str, list[tuple[int, float]]] = {}
+        if req.mode in ("bm25", "hybrid"):
+            lists["bm25"] = lexical_candidates(self.store, parsed, req.scope, limit)
+        if req.mode in ("vector", "hybrid"):
+            try:
+                lists["vector"] = self._vector(req, limit)
+            except BackendUnavailable as exc:
+                if req.mode == "vector":
+                    raise
+                warnings.append(f"vector search unavailable, results are keyword-only: {exc.message}")
+        return lists
+
+    def _vector(self, req: SearchRequest, limit: int) -> list[tuple[int, float]]:
+        if self.vectors is None:
+            raise BackendUnavailable("no embedder is configured (embedder.backend = none)")
+        allowed = None
+        if not req.scope.is_empty():
+            where, params = scope_sql(req.scope)
+            rows = self.store.conn.execute(
+                f"SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE {where}", params
+            ).fetchall()
+            allowed = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            if len(allowed) == 0:
+                return []
+        return self.vectors.search(req.query, limit, allowed)
+
+    def _pending(self) -> int:
+        return self.vectors.pending() if self.vectors is not None else 0
+
+    # -- scoring -----------------------------------------------------------------------------
+    def _fuse(self, lists: dict[str, list[tuple[int, float]]]) -> list[tuple[int, float]]:
+        cfg = self.settings.search
+        weights = {"bm25": cfg.lexical_weight, "vector": cfg.vector_weight}
+        fused: dict[int, float] = {}
+        for name, ranked in lists.items():
+            for rank, (chunk_id, _) in enumerate(ranked, start=1):
+                fused[chunk_id] = fused.get(chunk_id, 0.0) + weights[name] / (cfg.rrf_k + rank)
+        return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+    @staticmethod
+    def _exact_order(ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        return [(chunk_id, 1.0) for chunk_id, _ in ranked]
+
+    def _select(self, req: SearchRequest, parsed: ParsedQuery, ranked: list[tuple[int, float]],
+                lists: dict[str, list[tuple[int, float]]]) -> list[SearchHit]:
+        found = H.load_candidates(self.store, [chunk_id for chunk_id, _ in ranked])
+        candidates = []
+        for chunk_id, score in ranked:
+            cand = found.get(chunk_id)
+            if cand is None:
+                continue
+            cand.factor, cand.rules = self.policy.factor(cand.path, cand.fields)
+            if cand.factor == 0:
+                continue
+            cand.score = score if req.mode == "exact" else score * cand.factor
+            candidates.append(cand)
+        if req.mode != "exact":
+            candidates.sort(key=lambda c: (-c.score, c.path, c.ordinal))
+            candidates = self._collapse(candidates)
+        if req.per_file:
+            candidates = _best_per_file(candidates)
+        return [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
+
+    def _collapse(self, candidates: list[H.Candidate]) -> list[H.Candidate]:
+        """Near-duplicate chunks from different files collapse into the one the policy prefers."""
+        kept: list[tuple[H.Candidate, set[str]]] = []
+        for cand in candidates[:200]:
+            grams = H.shingles(cand.text)
+            twin = next((i for i, (other, other_grams) in enumerate(kept)
+                         if other.path != cand.path and H.near_duplicates(other_grams, grams)), None)
+            if twin is None:
+                kept.append((cand, grams))
+            elif cand.factor > kept[twin][0].factor:
+                kept[twin] = (cand, grams)
+        return [cand for cand, _ in kept] + candidates[200:]
+
+    def _hit(self, req: SearchRequest, parsed: ParsedQuery, c: H.Candidate, position: int,
+             lists: dict[str, list[tuple[int, float]]]) -> SearchHit:
+        stages = _stages(c.chunk_id, lists)
+        explain = None
+        if req.debug:
+            fused = c.score / c.factor if req.mode != "exact" else None
+            explain = StageScores(**stages, fused=fused, policy_factor=c.factor, policy_rules=c.rules, final=c.score)
+        return SearchHit(
+            path=c.path, title=c.title, chunk_id=f"{c.path}#{c.ordinal}", start_line=c.start_line,
+            end_line=c.end_line, heading_path=c.heading_path, snippet=H.snippet(c, parsed),
+            evidence_class=H.evidence_class(c), score=round(c.score, 6),  # type: ignore[arg-type]
+            confidence=H.confidence(c, parsed, position, stages.get("vector_score")),  # type: ignore[arg-type]
+            stale_warning=H.stale_warning(Path(self.settings.corpus), c), explain=explain,
+        )
+
+
+def _stages(chunk_id: int, lists: dict[str, list[tuple[int, float]]]) -> dict[str, float | int | None]:
+    stages: dict[str, float | int | None] = {}
+    for name, ranked in lists.items():
+        if name == "exact":
+            continue
+        for rank, (cid, score) in enumerate(ranked, start=1):
+            if cid == chunk_id:
+                stages[f"{name}_rank"], stages[f"{name}_score"] = rank, round(score, 6)
+                break
+    return stages
+
+
+def _best_per_file(candidates: list[H.Candidate]) -> list[H.Candidate]:
+    seen: set[str] = set()
+    out = []
+    for cand in candidates:
+        if cand.path not in seen:
+            seen.add(cand.path)
+            out.append(cand)
+    return out

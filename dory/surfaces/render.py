@@ -1,0 +1,96 @@
+"""Human-readable output for the CLI (the --json output is the models themselves)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dory.models import EvalResponse, GetResponse, ReindexResponse, SearchResponse, StatusResponse
+
+
+def search(res: SearchResponse) -> str:
+    out = [f"! {w}" for w in res.warnings]
+    if not res.hits:
+        out.append(f"no results for {res.query!r} ({res.mode})")
+    for n, hit in enumerate(res.hits, start=1):
+        out.append(f"{n:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}  "
+                   f"[{hit.evidence_class}, {hit.confidence}]")
+        if hit.heading_path:
+            out.append(f"    § {' › '.join(hit.heading_path)}")
+        if hit.snippet:
+            out.append(f"    {hit.snippet}")
+        if hit.stale_warning:
+            out.append(f"    ! {hit.stale_warning}")
+        if hit.explain:
+            e = hit.explain
+            out.append(f"    score {e.final:.5f} = fused × policy {e.policy_factor} {e.policy_rules}; "
+                       f"bm25 #{e.bm25_rank} ({e.bm25_score}), vector #{e.vector_rank} ({e.vector_score})")
+    return "\n".join(out)
+
+
+def get(res: GetResponse) -> str:
+    header = f"# {res.path}  lines {res.from_line}-{res.to_line} of {res.total_lines}  {res.hash}"
+    if res.frontmatter_error:
+        header += f"\n# frontmatter not parsed: {res.frontmatter_error}"
+    return f"{header}\n{res.content}"
+
+
+def status(res: StatusResponse) -> str:
+    lines = [
+        f"corpus       {res.corpus}",
+        f"files        {res.files_indexed} indexed / {res.files_on_disk} on disk"
+        f"  ({res.pending_changes} changed since last reindex)",
+        f"chunks       {res.chunks}  vectors {res.vectors}  pending {res.vectors_pending}  ({res.vector_index})",
+        f"embedder     {res.embedder}  fingerprint {'ok' if res.fingerprint_matches else 'MISMATCH/none'}",
+        f"last reindex {res.last_reindex or 'never'}  index size {res.index_bytes / 1e6:.1f} MB",
+    ]
+    if res.skipped:
+        lines.append(f"skipped      {len(res.skipped)} files:")
+        lines += [f"  {s.path}: {s.reason} ({s.detail})" for s in res.skipped[:50]]
+        if len(res.skipped) > 50:
+            lines.append(f"  … and {len(res.skipped) - 50} more (--json lists all)")
+    if res.broken_frontmatter:
+        lines.append(f"indexed as plain text (frontmatter not parsed): {len(res.broken_frontmatter)} files:")
+        lines += [f"  {s.path}: {s.detail}" for s in res.broken_frontmatter[:50]]
+    lines += [f"! {w}" for w in res.warnings]
+    return "\n".join(lines)
+
+
+def reindex(res: ReindexResponse) -> str:
+    verb = "would change" if res.planned_paths is not None else "indexed"
+    lines = [f"{verb}: {res.new} new, {res.changed} changed, {res.renamed} renamed, {res.deleted} deleted, "
+             f"{res.touched} touched, {res.unchanged} unchanged, {len(res.skipped)} skipped  ({res.seconds}s)"]
+    if res.planned_paths is not None:
+        for kind, paths in res.planned_paths.items():
+            lines += [f"  {kind:8} {p}" for p in paths[:200]]
+    else:
+        lines.append(f"chunks written {res.chunks_written}; vectors embedded {res.vectors_embedded}, "
+                     f"reused {res.vectors_reused}, pending {res.vectors_pending}")
+    lines += [f"  skipped {s.path}: {s.reason} ({s.detail})" for s in res.skipped[:20]]
+    lines += [f"! {w}" for w in res.warnings]
+    return "\n".join(lines)
+
+
+def evaluation(res: EvalResponse) -> str:
+    lines = [f"{res.queries} queries, k={res.k}", f"{'mode':8} {'R@' + str(res.k):>8} {'MRR@10':>8} {'nDCG@10':>8}"]
+    lines += [f"{m.mode:8} {m.recall_at_k:8.4f} {m.mrr_at_10:8.4f} {m.ndcg_at_10:8.4f}" for m in res.modes]
+    lines += [f"! {w}" for w in res.warnings]
+    return "\n".join(lines)
+
+
+def model(status: dict[str, Any]) -> str:
+    state = "ok" if status["verified"] else "NOT READY"
+    lines = [f"{status['model']} ({status['package']}): {state}"]
+    if status["path"]:
+        lines.append(f"  path {status['path']}")
+    if status["problem"]:
+        lines.append(f"  problem: {status['problem']}")
+    return "\n".join(lines)
+
+
+def init_summary(payload: dict[str, Any]) -> str:
+    created = payload["created"]
+    lines = [f"corpus ready at {payload['corpus']} ({len(created)} files created)"]
+    lines.append(model(payload["model"]))
+    lines.append(f"next: dory --corpus {payload['corpus']} reindex && "
+                 f"dory --corpus {payload['corpus']} search \"what is dory\"")
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+from pathlib import Path
+
+import pytest
+
+from dory.corpus.document import ReadProblem, parse_document, read_document, split_lines
+
+
+def test_frontmatter_title_tags_and_dates_become_json_values() -> None:
+    doc = parse_document("a.md", b"---\ntitle: Hello\ndate: 2024-01-02\ntags: [x, y]\n---\n# Other\nbody\n")
+    assert doc.title == "Hello"
+    assert doc.frontmatter == {"title": "Hello", "date": "2024-01-02", "tags": ["x", "y"]}
+    assert doc.body_start == 5
+    assert doc.frontmatter_error is None
+
+
+def test_title_falls_back_to_first_heading_then_file_name() -> None:
+    assert parse_document("n.md", b"intro\n\n## Second level\ntext\n").title == "Second level"
+    assert parse_document("notes/plain-name.md", b"just text\n").title == "plain-name"
+
+
+def test_heading_inside_code_fence_is_not_a_title() -> None:
+    doc = parse_document("n.md", b"```\n# not a title\n```\n# Real\n")
+    assert doc.title == "Real"
+
+
+def test_broken_yaml_is_reported_and_text_kept_whole() -> None:
+    raw = b"---\ntitle: [unclosed\n---\n# Head\nbody\n"
+    doc = parse_document("b.md", raw)
+    assert doc.frontmatter_error is not None and doc.frontmatter_error.startswith("broken YAML frontmatter")
+    assert doc.frontmatter == {}
+    assert doc.body_start == 0  # the whole file is indexed as text
+    assert doc.text == raw.decode()
+
+
+def test_non_mapping_frontmatter_is_an_error_not_a_crash() -> None:
+    doc = parse_document("l.md", b"---\n- a\n- b\n---\nbody\n")
+    assert doc.frontmatter_error == "frontmatter is a list, not a mapping"
+
+
+def test_yaml_alias_bomb_is_refused() -> None:
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcde", "bcdef", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    raw = ("---\n" + "\n".join(lines) + "\n---\nbody\n").encode()
+    doc = parse_document("bomb.md", raw)
+    assert doc.frontmatter_error == "frontmatter expands to too many values (YAML alias bomb?)"
+
+
+def test_nul_bytes_and_latin1_are_refused_with_reasons() -> None:
+    with pytest.raises(ReadProblem) as nul:
+        parse_document("n.md", b"abc\x00def")
+    assert nul.value.reason == "nul_bytes"
+    with pytest.raises(ReadProblem) as latin:
+        parse_document("l.md", "café au lait".encode("latin-1"))
+    assert latin.value.reason == "not_utf8"
+    assert "0xe9" in latin.value.detail
+
+
+def test_utf8_bom_and_utf16_are_decoded() -> None:
+    assert parse_document("b.md", "\ufeff# Titre\n".encode()).title == "Titre"
+    assert parse_document("u.md", "# Sixteen\n".encode("utf-16")).title == "Sixteen"
+
+
+def test_read_document_size_cap_and_empty(tmp_path: Path) -> None:
+    (tmp_path / "big.md").write_bytes(b"x" * 2000)
+    (tmp_path / "empty.md").write_bytes(b"  \n")
+    with pytest.raises(ReadProblem) as big:
+        read_document(tmp_path, "big.md", max_bytes=1000)
+    assert big.value.reason == "too_large"
+    with pytest.raises(ReadProblem) as empty:
+        read_document(tmp_path, "empty.md", max_bytes=1000)
+    assert empty.value.reason == "empty"
+
+
+def test_split_lines_counts_like_an_editor() -> None:
+    assert split_lines("a\r\nb\x0cc\u2028d\n") == ["a", "b\x0cc\u2028d"]
+    assert split_lines("") == []
+    assert split_lines("x") == ["x"]

@@ -1,0 +1,42 @@
+import os
+from pathlib import Path
+
+from dory.corpus.paths import IgnoreRules
+from dory.corpus.scan import scan_corpus
+
+
+def test_scan_lists_notes_and_reports_links(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "one.md").write_text("one")
+    (root / "a" / "image.png").write_bytes(b"\x89PNG")
+    (root / ".git").mkdir()
+    (root / ".git" / "x.md").write_text("no")
+    (root / "a" / ".n.md.swp").write_text("swap")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.md").write_text("outside")
+    os.symlink(outside, root / "out")
+    os.symlink(root / "a", root / "a" / "loop")  # a folder containing itself
+    os.symlink(root / "a" / "one.md", root / "alias.md")  # inside: followed
+    result = scan_corpus(root, IgnoreRules())
+    assert sorted(result.files) == ["a/one.md", "alias.md"]
+    reasons = {s.path: s.reason for s in result.skipped}
+    assert reasons == {"out": "symlink_outside", "a/loop": "symlink_loop"}
+    assert result.complete
+
+
+def test_unreadable_folder_marks_scan_incomplete(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        # root reads everything; simulate with a missing corpus instead
+        result = scan_corpus(tmp_path / "missing", IgnoreRules())
+        assert not result.complete
+        return
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        result = scan_corpus(tmp_path, IgnoreRules())
+        assert not result.complete
+    finally:
+        locked.chmod(0o755)

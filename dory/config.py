@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dory.errors import ConfigError, CorpusNotFound
 
@@ -61,6 +61,14 @@ class SearchSettings(_Section):
     # Ranking-policy rules replacing or extending the built-in table (see dory/search/policy.py).
     policy: list[dict[str, Any]] = Field(default_factory=list)
 
+    @field_validator("policy")
+    @classmethod
+    def _valid_rules(cls, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from dory.search.policy import RankingPolicy
+
+        RankingPolicy.from_settings(rules)  # raises ConfigError naming the bad rule
+        return rules
+
 
 class Settings(_Section):
     corpus: Path
@@ -94,6 +102,8 @@ def find_corpus(explicit: str | os.PathLike[str] | None, env: Mapping[str, str])
     chosen = explicit or env.get("DORY_CORPUS")
     if chosen:
         root = Path(chosen).expanduser()
+        if root.exists() and not root.is_dir():
+            raise CorpusNotFound(f"{root} is a file, not a corpus folder", path=str(root))
         if not root.is_dir():
             raise CorpusNotFound(f"corpus folder does not exist: {root}", path=str(root))
         return root.resolve()

@@ -64,6 +64,12 @@ class PathOutsideCorpus(ValidationError):
     code = "path_outside_corpus"
 
 
+class PathNotAllowed(ValidationError):
+    """Inside the corpus, but not a note Dory serves (hidden, ignored, or not markdown)."""
+
+    code = "path_not_allowed"
+
+
 class FileTooLarge(ValidationError):
     code = "file_too_large"
     http_status = 413

@@ -7,13 +7,15 @@ embedder only when vectors are needed, and turns requests into responses (models
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 
 from dory.config import Settings
 from dory.corpus.document import ReadProblem, read_document
-from dory.corpus.paths import resolve_inside
+from dory.corpus.paths import IgnoreRules, resolve_note
+from dory.corpus.scan import ScanResult
 from dory.errors import BackendUnavailable, DoryError, NotFound, UnreadableFile
 from dory.index import vector_pass
 from dory.index.embedders import EmbedderSettings, default_token_counter, load_embedder
@@ -105,7 +107,7 @@ class DoryService:
             raise NotFound("the corpus has not been indexed yet; run `dory reindex`")
 
     def get(self, req: GetRequest) -> GetResponse:
-        rel, _ = resolve_inside(self.settings.corpus, req.path)
+        rel, _ = resolve_note(self.settings.corpus, req.path, IgnoreRules(self.settings.index.ignore))
         try:
             doc = read_document(Path(self.settings.corpus), rel, self.settings.index.max_file_bytes)
         except ReadProblem as problem:
@@ -120,14 +122,15 @@ class DoryService:
         )
 
     def status(self) -> StatusResponse:
-        self._require_index()
-        store, warnings = self.store, []
-        indexer = self.indexer()
-        scan = indexer.scan()
-        indexed = store.indexed_files()
-        pending = sum(1 for path, st in scan.files.items()
-                      if (old := indexed.get(path)) is None or (old.size, old.mtime_ns) != (st.size, st.mtime_ns))
-        pending += sum(1 for path in indexed if path not in scan.files)
+        with self._existing_or_empty_store() as store:
+            return self._status(store)
+
+    def _status(self, store: IndexStore) -> StatusResponse:
+        warnings: list[str] = []
+        if not self.settings.db_path.exists():
+            warnings.append("the corpus has not been indexed yet; run `dory reindex`")
+        scan = self.indexer(store).scan()
+        pending = _pending_changes(scan, store)
         counts = store.counts()
         fingerprint, matches, embedder_name = None, False, self.settings.embedder.backend
         try:
@@ -150,12 +153,13 @@ class DoryService:
         broken = [SkippedFile(path=r[0], reason="broken_frontmatter", detail=r[1]) for r in store.conn.execute(
             "SELECT path, frontmatter_error FROM files WHERE frontmatter_error IS NOT NULL ORDER BY path")]
         faiss_path = self.settings.faiss_path
+        vector_index = self._vector_index_kind(faiss_path) if self.settings.db_path.exists() else "missing"
         return StatusResponse(
             corpus=str(self.settings.corpus), state_dir=str(self.settings.state_dir),
             files_on_disk=len(scan.files), files_indexed=counts["files"], chunks=counts["chunks"],
             vectors=counts["vectors"], vectors_pending=counts["chunks"] - counts["vectors"],
             pending_changes=pending, embedder=embedder_name, fingerprint=fingerprint,
-            fingerprint_matches=matches, vector_index=self._vector_index_kind(faiss_path),
+            fingerprint_matches=matches, vector_index=vector_index,
             skipped=skipped, broken_frontmatter=broken, last_reindex=store.meta("last_reindex"),
             index_bytes=_file_bytes(self.settings.db_path, Path(f"{self.settings.db_path}-wal"), faiss_path),
             warnings=warnings,
@@ -174,17 +178,33 @@ class DoryService:
         return run_eval(req, self.search)
 
     # -- indexing ----------------------------------------------------------------------------
-    def indexer(self) -> Indexer:
+    def indexer(self, store: IndexStore) -> Indexer:
         counter = default_token_counter(self.settings.embedder.model_path)
         count = counter.count
-        return Indexer(self.settings, self.store, lambda texts: [count(t) for t in texts], counter.identity)
+        return Indexer(self.settings, store, lambda texts: [count(t) for t in texts], counter.identity)
+
+    @contextmanager
+    def _existing_or_empty_store(self) -> Iterator[IndexStore]:
+        """The index if it exists; else an empty in-memory one, so read-only questions (a plan, a
+        status) never create an index on disk as a side effect."""
+        if self.settings.db_path.exists():
+            yield self.store
+            return
+        cfg = self.settings.index
+        empty = IndexStore(Path(":memory:"), cfg.tokenizer, cfg.trigram)
+        try:
+            yield empty
+        finally:
+            empty.close()
 
     def reindex(self, req: ReindexRequest, progress: Progress = _quiet) -> ReindexResponse:
         started = time.monotonic()
-        indexer = self.indexer()
         if req.plan_only:
-            plan, _ = indexer.plan(indexer.scan(), req.full)
+            with self._existing_or_empty_store() as store:
+                indexer = self.indexer(store)
+                plan, _ = indexer.plan(indexer.scan(), req.full)
             return _reindex_response(plan, started, planned=True)
+        indexer = self.indexer(self.store)
         with WriterLock(self.settings.state_dir / "writer.lock"):
             warnings: list[str] = []
             vectors = self._vectors_for_write(req, warnings)
@@ -231,6 +251,14 @@ def _reindex_response(plan: Plan, started: float, planned: bool) -> ReindexRespo
         chunks_written=0, vectors_embedded=0, vectors_reused=0, vectors_pending=0,
         seconds=round(time.monotonic() - started, 3), planned_paths=paths, warnings=warnings,
     )
+
+
+def _pending_changes(scan: ScanResult, store: IndexStore) -> int:
+    """Files whose size or mtime differ from what the last reindex saw (indexed or skipped)."""
+    seen = {path: (f.size, f.mtime_ns) for path, f in store.indexed_files().items()}
+    seen.update({path: (s.size, s.mtime_ns) for path, s in store.skipped_files().items() if s.size is not None})
+    changed = sum(1 for path, st in scan.files.items() if seen.get(path) != (st.size, st.mtime_ns))
+    return changed + sum(1 for path in store.indexed_files() if path not in scan.files)
 
 
 def _file_bytes(*paths: Path) -> int:

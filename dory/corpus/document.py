@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ class Document:
     size: int
     frontmatter: dict[str, Any] = field(default_factory=dict)
     frontmatter_error: str | None = None
-    body_start: int = 0  # 0-based index of the first body line in text.splitlines()
+    body_start: int = 0  # 0-based index of the first body line in split_lines(text)
     title: str = ""
 
     @property
@@ -100,7 +101,8 @@ def parse_document(rel: str, data: bytes) -> Document:
     lines = split_lines(text)
     fence_end = _frontmatter_end(lines)
     if fence_end is not None:
-        block = "\n".join(lines[1:fence_end])
+        # The final newline matters to YAML: a block scalar (`key: |`) at the end keeps its "\n".
+        block = "".join(line + "\n" for line in lines[1:fence_end])
         try:
             doc.frontmatter = _parse_yaml_mapping(block)
             doc.body_start = fence_end + 1
@@ -153,7 +155,7 @@ def to_jsonable(value: Any, budget: list[int]) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if value is None or isinstance(value, str | int | float | bool):
-        if isinstance(value, float) and value != value:  # NaN is not JSON
+        if isinstance(value, float) and not math.isfinite(value):  # NaN and ±inf are not JSON
             return None
         return value
     return str(value)

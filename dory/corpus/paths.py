@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from dory.errors import NotFound, PathOutsideCorpus, ValidationError
+from dory.errors import NotFound, PathNotAllowed, PathOutsideCorpus, ValidationError
 
 # Folders never walked, wherever they appear.
 IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules", "__pycache__", ".venv"})
@@ -102,3 +102,18 @@ def resolve_inside(root: Path, user_path: str) -> tuple[str, Path]:
 
 def relpath(root: Path, path: Path) -> str:
     return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def resolve_note(root: Path, user_path: str, rules: IgnoreRules) -> tuple[str, Path]:
+    """Like resolve_inside, but only for notes Dory would index: a markdown file that no ignore
+    rule hides (so `.git/config`, `.env` or `.dory/` are never served to an agent)."""
+    rel, resolved = resolve_inside(root, user_path)
+    parts = rel.split("/")
+    for depth, name in enumerate(parts[:-1], start=1):
+        if rules.skips_dir(name, "/".join(parts[:depth])):
+            raise PathNotAllowed(f"{rel} is inside an ignored folder ({name}/)", path=rel)
+    if rules.skips_file(parts[-1], rel):
+        raise PathNotAllowed(f"{rel} is hidden, temporary or ignored by Dory", path=rel)
+    if not is_note(parts[-1]) or not is_note(resolved.name):
+        raise PathNotAllowed(f"{rel} is not a markdown note (.md)", path=rel)
+    return rel, resolved

@@ -24,8 +24,11 @@ class FileStat:
 @dataclass(frozen=True, slots=True)
 class Skip:
     path: str
-    reason: str  # stable short code, e.g. "symlink_outside", "too_large", "broken_yaml"
+    reason: str  # stable short code, e.g. "symlink_outside", "too_large", "nul_bytes"
     detail: str
+    # The file's stat when it was skipped, so an unchanged bad file is not re-read every reindex.
+    size: int | None = None
+    mtime_ns: int | None = None
 
 
 @dataclass

@@ -22,7 +22,7 @@ def init_corpus(target: Path) -> list[str]:
     """Copy missing template files into `target`; returns the relative paths created."""
     source = template_dir()
     if target.exists() and not target.is_dir():
-        raise ConfigError(f"{target} exists and is not a folder")
+        raise ConfigError(f"{target} is a file, not a corpus folder", path=str(target))
     created = []
     for item in sorted(source.rglob("*")):
         rel = item.relative_to(source)

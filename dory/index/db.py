@@ -16,7 +16,7 @@ BUSY_TIMEOUT_MS = 10_000
 
 def _schema_v1(tokenizer: str) -> str:
     return f"""
-CREATE TABLE files (
+CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,
     size INTEGER NOT NULL,
@@ -35,8 +35,8 @@ CREATE TABLE files (
     line_count INTEGER NOT NULL,
     indexed_at TEXT NOT NULL
 );
-CREATE INDEX files_sha ON files(sha256);
-CREATE TABLE chunks (
+CREATE INDEX IF NOT EXISTS files_sha ON files(sha256);
+CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL,
@@ -49,25 +49,27 @@ CREATE TABLE chunks (
     has_vector INTEGER NOT NULL DEFAULT 0,
     UNIQUE (file_id, ordinal)
 );
-CREATE INDEX chunks_pending ON chunks(has_vector) WHERE has_vector = 0;
-CREATE INDEX chunks_hash ON chunks(content_hash);
-CREATE VIRTUAL TABLE chunks_fts USING fts5(
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(has_vector) WHERE has_vector = 0;
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     title, aliases, headings, path, body,
     tokenize = '{tokenizer}'
 );
-CREATE TABLE embeddings (
+CREATE TABLE IF NOT EXISTS embeddings (
     fingerprint TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (fingerprint, content_hash)
 ) WITHOUT ROWID;
-CREATE TABLE skipped (
+CREATE TABLE IF NOT EXISTS skipped (
     path TEXT PRIMARY KEY,
+    size INTEGER,
+    mtime_ns INTEGER,
     reason TEXT NOT NULL,
     detail TEXT NOT NULL,
     seen_at TEXT NOT NULL
 );
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -95,6 +97,8 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
 
 
 def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
+    """Bring the schema to SCHEMA_VERSION. Every statement is idempotent (IF NOT EXISTS), so two
+    processes creating a new index at the same moment both succeed."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise BackendUnavailable(

@@ -18,7 +18,7 @@ from dory.config import Settings
 from dory.corpus.chunking import CHUNKER_VERSION, CountMany, chunk_lines
 from dory.corpus.document import Document, ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules
-from dory.corpus.scan import ScanResult, Skip, scan_corpus
+from dory.corpus.scan import FileStat, ScanResult, Skip, scan_corpus
 from dory.index.store import IndexedFile, IndexStore, now_iso
 from dory.index.vectors import VectorStore
 
@@ -72,12 +72,17 @@ class Indexer:
         by_hash: dict[str, list[str]] = {}
         for path in missing:
             by_hash.setdefault(indexed[path].sha256, []).append(path)
+        skipped_before = {} if full else self.store.skipped_files()
         for path, st in scan.files.items():
             old = indexed.get(path)
             if old and not full and old.size == st.size and old.mtime_ns == st.mtime_ns:
                 plan.unchanged += 1
                 continue
-            doc = self._read(path, plan)
+            known_bad = skipped_before.get(path)
+            if known_bad and (known_bad.size, known_bad.mtime_ns) == (st.size, st.mtime_ns):
+                plan.skipped.append(known_bad)
+                continue
+            doc = self._read(st, plan)
             if doc is None:
                 if old:
                     plan.deleted.append(path)
@@ -87,11 +92,11 @@ class Indexer:
         self._plan_deletions(plan, scan, indexed, missing, by_hash)
         return plan, docs
 
-    def _read(self, path: str, plan: Plan) -> Document | None:
+    def _read(self, st: FileStat, plan: Plan) -> Document | None:
         try:
-            return read_document(self.settings.corpus, path, self.settings.index.max_file_bytes)
+            return read_document(self.settings.corpus, st.path, self.settings.index.max_file_bytes)
         except ReadProblem as problem:
-            plan.skipped.append(Skip(path, problem.reason, problem.detail))
+            plan.skipped.append(Skip(st.path, problem.reason, problem.detail, st.size, st.mtime_ns))
             return None
 
     @staticmethod

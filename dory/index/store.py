@@ -107,6 +107,10 @@ class IndexStore:
         rows = self.conn.execute("SELECT id, path, size, mtime_ns, sha256 FROM files")
         return {row["path"]: IndexedFile(*row) for row in rows}
 
+    def skipped_files(self) -> dict[str, Skip]:
+        rows = self.conn.execute("SELECT path, reason, detail, size, mtime_ns FROM skipped")
+        return {row[0]: Skip(*row) for row in rows}
+
     def meta(self, key: str) -> str | None:
         return db.get_meta(self.conn, key)
 
@@ -191,10 +195,10 @@ class IndexStore:
 
     def record_skip(self, skip: Skip) -> None:
         self.conn.execute(
-            "INSERT INTO skipped(path, reason, detail, seen_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(path) DO UPDATE SET reason = excluded.reason, detail = excluded.detail, "
-            "seen_at = excluded.seen_at",
-            (skip.path, skip.reason, skip.detail, now_iso()),
+            "INSERT INTO skipped(path, size, mtime_ns, reason, detail, seen_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
+            "reason = excluded.reason, detail = excluded.detail, seen_at = excluded.seen_at",
+            (skip.path, skip.size, skip.mtime_ns, skip.reason, skip.detail, now_iso()),
         )
 
     def forget_skips(self, keep: set[str]) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
 from dory.errors import BackendUnavailable, UsageError
 from dory.models import (
     EvalModeResult,
@@ -45,6 +47,10 @@ def load_queries(path: Path) -> list[dict[str, Any]]:
         expected = item.get("expected")
         if not isinstance(expected, list) or not all(isinstance(p, str) for p in expected):
             raise UsageError(f"{path}:{number}: \"expected\" must be a list of paths")
+        try:
+            SearchRequest(query=item["query"])
+        except pydantic.ValidationError as exc:
+            raise UsageError(f"{path}:{number}: unusable query: {exc.errors()[0]['msg']}") from exc
         item.setdefault("id", str(number))
         queries.append(item)
     if not queries:
@@ -91,8 +97,6 @@ def _ranks(item: dict[str, Any], mode: str, depth: int, scope_field: str | None,
         scope = Scope(path=str(item[scope_field]))
     response = search(SearchRequest(query=item["query"], mode=mode, k=depth, scope=scope))
     order = [hit.path for hit in response.hits]
-    ranks: dict[str, int | None] = {}
-    for expected in item["expected"]:
-        path = expected.split("#", 1)[0]
-        ranks[expected] = order.index(path) + 1 if path in order else None
-    return ranks
+    # Metrics are per file: two turn anchors in one file are one relevant file, not two.
+    files = dict.fromkeys(expected.split("#", 1)[0] for expected in item["expected"])
+    return {path: order.index(path) + 1 if path in order else None for path in files}

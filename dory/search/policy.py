@@ -1,7 +1,12 @@
 """The ranking policy: one declarative table deciding what rises, what sinks and what is left out.
 
 Each rule matches a note by path glob or by a frontmatter field and multiplies its fused score by
-`factor` (a factor of 0 removes the note from results). All matching rules apply. `dory.toml` can
+`factor` (a factor of 0 removes the note from results). All matching rules apply.
+
+Boosts are deliberately small: with reciprocal rank fusion (rrf_k = 60) neighbouring ranks differ by
+only ~1.6%, so a boost above that would lift a weakly related canonical page over the best match.
+The built-in boosts (together at most ~1.4%) therefore break ties between equally ranked results,
+while demotions and exclusions (inbox, logs, superseded) act with full force. `dory.toml` can
 override a rule by name or add new ones:
 
     [[search.policy]]
@@ -44,11 +49,11 @@ class Rule:
 
 
 DEFAULT_RULES: tuple[Rule, ...] = (
-    Rule("canonical", 1.1, field="canonical", values=("true",)),
-    Rule("canonical-source", 1.05, field="source_kind", values=("canonical",)),
-    Rule("core", 1.05, path="core/*"),
-    Rule("project-state", 1.05, path="projects/*/state.md"),
-    Rule("active", 1.02, field="status", values=("active",)),
+    Rule("canonical", 1.006, field="canonical", values=("true",)),
+    Rule("canonical-source", 1.003, field="source_kind", values=("canonical",)),
+    Rule("core", 1.003, path="core/*"),
+    Rule("project-state", 1.003, path="projects/*/state.md"),
+    Rule("active", 1.002, field="status", values=("active",)),
     Rule("inbox", 0.8, path="inbox/*"),
     Rule("raw", 0.8, field="status", values=("raw",)),
     Rule("generated", 0.8, field="source_kind", values=("generated",)),

@@ -76,15 +76,15 @@ def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--corpus", type=click.Path(file_okay=False), help="corpus folder [env DORY_CORPUS]")
-@click.option("--state-dir", type=click.Path(file_okay=False), help="derived state folder (default <corpus>/.dory)")
+@click.option("--corpus", help="corpus folder [env DORY_CORPUS]")
+@click.option("--state-dir", help="derived state folder (default <corpus>/.dory)")
 @click.version_option(package_name="dory-memory")
 def cli(corpus: str | None, state_dir: str | None) -> None:
     """Dory: local-first memory for you and your agents, over a folder of markdown notes."""
 
 
 @cli.command()
-@click.argument("directory", type=click.Path(file_okay=False), default=".")
+@click.argument("directory", default=".")
 @click.option("--no-model", is_flag=True, help="do not install the embedding model")
 @command
 def init(directory: str, no_model: bool) -> Result:

@@ -66,7 +66,7 @@ def fingerprint_key(fp: Fingerprint) -> str:
 
 
 def l2_normalize_rows(vectors: np.ndarray) -> np.ndarray:
-    """Scale each row to unit length, in place, and return it as float32.
+    """Scale each row to unit length; returns float32 (working in place if the input already is).
 
     An all-zero row cannot be normalised; it stays zero rather than becoming NaN.
     """

@@ -8,6 +8,8 @@ speed comes from (see `_ROW_BLOCK`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .bert_weights import BertWeights, LayerWeights
@@ -27,33 +29,28 @@ _MASKED = np.float32(-1e9)
 # clamped there: erf(4) = 1 − 1.5e-8). Coefficients were fitted by iteratively re-weighted least squares
 # against math.erf. Max absolute error: 2.2e-8 in float64 arithmetic; evaluated in float32 the rounding
 # of the float32 operations dominates and the error stays below 4e-7 (a few float32 ulps of 1.0).
-_ERF_CLAMP = np.float32(4.0)
-_ERF_P = tuple(
-    np.float32(c)
-    for c in (
-        1.1283789769551669,
-        0.196217416932321,
-        0.05346359728801099,
-        0.004002377093660806,
-        0.0002880273624849203,
-        1.9752578561682554e-06,
-    )
+_ERF_CLAMP = 4.0
+# Plain Python floats: numpy treats them as "weak" scalars, so float32 arrays stay float32.
+_ERF_P = (
+    1.1283789769551669,
+    0.196217416932321,
+    0.05346359728801099,
+    0.004002377093660806,
+    0.0002880273624849203,
+    1.9752578561682554e-06,
 )
-_ERF_Q = tuple(
-    np.float32(c)
-    for c in (
-        1.0,
-        0.5072243226110669,
-        0.11646364636867496,
-        0.015441864598011418,
-        0.001216079616542516,
-        3.7484571640024333e-05,
-    )
+_ERF_Q = (
+    1.0,
+    0.5072243226110669,
+    0.11646364636867496,
+    0.015441864598011418,
+    0.001216079616542516,
+    3.7484571640024333e-05,
 )
-_INV_SQRT2 = np.float32(1.0 / np.sqrt(2.0))
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
-def _horner(u: np.ndarray, coefficients: tuple[np.float32, ...]) -> np.ndarray:
+def _horner(u: np.ndarray, coefficients: tuple[float, ...]) -> np.ndarray:
     """c0 + c1·u + c2·u² + … evaluated with few temporaries."""
     result = u * coefficients[-1]
     for c in reversed(coefficients[1:-1]):
@@ -64,8 +61,8 @@ def _horner(u: np.ndarray, coefficients: tuple[np.float32, ...]) -> np.ndarray:
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """Error function of a float32 array (new array). See the accuracy note above."""
-    t = np.clip(np.asarray(x, dtype=np.float32), -_ERF_CLAMP, _ERF_CLAMP)
+    """Error function, element-wise, as a new array of x's float dtype. See the accuracy note above."""
+    t = np.clip(x, -_ERF_CLAMP, _ERF_CLAMP)
     u = t * t
     result = _horner(u, _ERF_P)
     result /= _horner(u, _ERF_Q)

@@ -7,19 +7,12 @@ not copy), so both runtimes compute with identical numbers and give the same vec
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from .bert_weights import BertWeights, LayerWeights
-
-
-def usable_cpu_count() -> int:
-    """CPUs this process may run on (respects taskset/cgroup affinity where the OS reports it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+from .cpu import usable_cpu_count
 
 
 class TorchBert:

@@ -92,9 +92,7 @@ def load_bert(model_dir: Path) -> BertWeights:
     try:
         return _prepare(config, tensors)
     except KeyError as exc:
-        raise ModelUnavailable(
-            f"MiniLM weights in {model_dir} lack tensor {exc}; {INSTALL_HINT}"
-        ) from exc
+        raise ModelUnavailable(f"MiniLM weights in {model_dir} lack tensor {exc}; {INSTALL_HINT}") from exc
 
 
 def _prepare(config: BertConfig, t: dict[str, np.ndarray]) -> BertWeights:

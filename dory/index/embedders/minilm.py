@@ -132,14 +132,22 @@ class MiniLMEmbedder:
         if resolve_runtime(self._requested_runtime) == "torch":
             from .bert_torch import TorchBert
 
-            return TorchBert(weights)
+            try:
+                return TorchBert(weights)
+            except (ImportError, OSError) as exc:  # torch is present but broken (missing libs, ABI)
+                if self._requested_runtime == "torch":
+                    raise ModelUnavailable(
+                        f"MiniLM runtime 'torch' was requested but torch cannot be imported ({exc}); "
+                        "repair torch or set the runtime to 'numpy'"
+                    ) from exc
+                # "auto" only prefers torch; the numpy runtime gives the same vectors.
         from .bert_numpy import NumpyBert
 
         return NumpyBert(weights)
 
 
 def resolve_runtime(requested: str) -> str:
-    """"auto" → "torch" when torch is importable, else "numpy". "torch" without torch is an error."""
+    """Map "auto" to "torch" when torch is importable, else "numpy". "torch" without torch is an error."""
     has_torch = importlib.util.find_spec("torch") is not None
     if requested == "torch" and not has_torch:
         raise ModelUnavailable(
@@ -176,4 +184,3 @@ def pad_batch(sequences: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, 
         ids[row, : len(seq)] = seq
         mask[row, : len(seq)] = 1
     return ids, mask
-

@@ -96,4 +96,3 @@ def default_token_counter(model_path: str | os.PathLike[str] | None = None) -> N
         return NamedCounter(approx_token_count, APPROX_COUNTER_ID)
     tokenizer = MiniLMTokenizer.from_model_dir(model_dir)
     return NamedCounter(tokenizer.count, MINILM_COUNTER_ID)
-

@@ -1,0 +1,237 @@
+"""Shared helpers for the benchmark scripts in this folder (not part of Dory itself).
+
+Archives live in `<repo>/../shared/bench/<name>.tar.gz`; they are unpacked once into a cache folder,
+`$DORY_BENCH_DIR/<name>` (default `/tmp/dory-bench/<name>`), and reused by later runs. Scripts import
+these helpers after putting this folder on `sys.path`:
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import make_service, percentiles, unpack
+
+Nothing here imports numpy or dory at module level, so importing it is cheap and leaves Dory's own
+BLAS thread setup (done when `dory.index.embedders` is first imported) in charge.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import shutil
+import sys
+import tarfile
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dory.service import DoryService
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARCHIVE_DIR = REPO_ROOT.parent / "shared" / "bench"
+DEFAULT_BENCH_DIR = Path("/tmp/dory-bench")
+_MARKER = ".dory-bench-unpacked"
+
+
+def bench_dir() -> Path:
+    """The cache folder for unpacked archives and built indexes: $DORY_BENCH_DIR or /tmp/dory-bench."""
+    base = Path(os.environ.get("DORY_BENCH_DIR") or DEFAULT_BENCH_DIR).expanduser()
+    base.mkdir(parents=True, exist_ok=True)
+    return base.resolve()
+
+
+def archive_path(archive_name: str) -> Path:
+    """`../shared/bench/<name>.tar.gz` relative to the repository root."""
+    name = archive_name.removesuffix(".tar.gz")
+    return ARCHIVE_DIR / f"{name}.tar.gz"
+
+
+def unpack(archive_name: str) -> Path:
+    """Unpack `<name>.tar.gz` into `bench_dir()/<name>` and return that folder (it holds `corpus/`).
+
+    An earlier complete unpack of the same archive (same size and mtime) is reused as is. The archive
+    is extracted into a temporary sibling folder and renamed into place, so an interrupted run never
+    leaves a half-unpacked tree that a later run would trust.
+    """
+    name = archive_name.removesuffix(".tar.gz")
+    archive = archive_path(name)
+    if not archive.is_file():
+        raise FileNotFoundError(f"benchmark archive not found: {archive}")
+    st = archive.stat()
+    stamp = f"{st.st_size}:{st.st_mtime_ns}\n"
+    target = bench_dir() / name
+    marker = target / _MARKER
+    if marker.is_file() and marker.read_text() == stamp:
+        return target
+    tmp = bench_dir() / f".unpack-{name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        unpacked = tmp / name
+        if not unpacked.is_dir():  # an archive without a top-level folder named after it
+            unpacked = tmp
+        (unpacked / _MARKER).write_text(stamp)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(unpacked, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def make_service(corpus: str | os.PathLike[str], state_dir: str | os.PathLike[str], **overrides: Any) -> DoryService:
+    """A `DoryService` for `corpus` with its state in `state_dir`, ignoring any DORY_* environment.
+
+    Overrides use Dory's dotted setting names; pass them with `**{"embedder.backend": "none"}` or
+    with a double underscore for the dot (`index__batch_files=200`).
+    """
+    from dory.config import load_settings
+    from dory.service import DoryService
+
+    dotted = {key.replace("__", "."): value for key, value in overrides.items()}
+    settings = load_settings(corpus, {"state_dir": str(state_dir), **dotted}, env={})
+    return DoryService(settings)
+
+
+# -- measuring -----------------------------------------------------------------------------------
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) with linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def percentiles(values: Sequence[float], points: Iterable[float] = (50, 95, 99)) -> dict[str, float]:
+    """{"n", "mean", "min", "max", "p50", "p95", "p99"} of `values` (NaN when empty)."""
+    values = list(values)
+    out: dict[str, float] = {"n": len(values)}
+    out["mean"] = sum(values) / len(values) if values else math.nan
+    out["min"] = min(values) if values else math.nan
+    out["max"] = max(values) if values else math.nan
+    for q in points:
+        out[f"p{q:g}"] = percentile(values, q)
+    return out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB elsewhere
+
+
+def current_rss_mb() -> float:
+    """Current resident set size in MiB (Linux /proc; falls back to the peak elsewhere)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            pages = int(handle.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+    except (OSError, ValueError, IndexError):
+        return peak_rss_mb()
+
+
+_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                 "openblas_set_num_threads64_", "openblas_set_num_threads")
+
+
+def _numpy_openblas() -> tuple[Any, str] | None:
+    """numpy's OpenBLAS library (ctypes handle) and its thread-setter name, if it can be found."""
+    import ctypes
+
+    import numpy  # noqa: F401  (loads the library we look for)
+
+    try:
+        with open("/proc/self/maps") as handle:
+            paths = {line.split()[-1] for line in handle if "openblas" in line.lower() and "numpy" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for name in _BLAS_SETTERS:
+            if hasattr(lib, name):
+                return lib, name
+    return None
+
+
+@contextmanager
+def blas_threads(count: int) -> Iterator[bool]:
+    """Run numpy's OpenBLAS on `count` threads inside the block; yields False when that is impossible.
+
+    Linux only (finds the library through /proc/self/maps). On leaving, the thread count goes back to
+    what it was when the block started.
+    """
+    found = _numpy_openblas()
+    if found is None:
+        yield False
+        return
+    lib, setter = found
+    getter = getattr(lib, setter.replace("set_num_threads", "get_num_threads"), None)
+    before = int(getter()) if getter is not None else usable_cpus()
+    getattr(lib, setter)(count)
+    try:
+        yield True
+    finally:
+        getattr(lib, setter)(before)
+
+
+def usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class Stopwatch:
+    """Elapsed wall time of a `with timed() as sw:` block, in seconds (`sw.seconds`)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.seconds = 0.0
+
+
+@contextmanager
+def timed() -> Iterator[Stopwatch]:
+    sw = Stopwatch()
+    try:
+        yield sw
+    finally:
+        sw.seconds = time.perf_counter() - sw.started
+
+
+def rate(count: float, seconds: float) -> float:
+    """count / seconds, NaN when no time passed."""
+    return count / seconds if seconds > 0 else math.nan
+
+
+# -- output --------------------------------------------------------------------------------------
+def fmt(value: Any, digits: int = 1) -> str:
+    """A table cell: floats with `digits` decimals and thousands separators, None as "-"."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:,.{digits}f}"
+    return str(value)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 1) -> str:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    cells = [[str(h) for h in headers]] + [[fmt(v, digits) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule, *(line(row) for row in cells[1:])])
+
+
+def log(message: str) -> None:
+    """Progress notes go to stderr, so `--json` keeps stdout to the one JSON object."""
+    print(message, file=sys.stderr, flush=True)

@@ -115,23 +115,8 @@ class SearchEngine:
             candidates.append(cand)
         if req.mode != "exact":
             candidates.sort(key=lambda c: (-c.score, c.path, c.ordinal))
-            candidates = self._collapse(candidates)
-        if req.per_file:
-            candidates = _best_per_file(candidates)
+        candidates = _keep(candidates, req.k, per_file=req.per_file, collapse=req.mode != "exact")
         return [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
-
-    def _collapse(self, candidates: list[H.Candidate]) -> list[H.Candidate]:
-        """Near-duplicate chunks from different files collapse into the one the policy prefers."""
-        kept: list[tuple[H.Candidate, set[str]]] = []
-        for cand in candidates[:200]:
-            grams = H.shingles(cand.text)
-            twin = next((i for i, (other, other_grams) in enumerate(kept)
-                         if other.path != cand.path and H.near_duplicates(other_grams, grams)), None)
-            if twin is None:
-                kept.append((cand, grams))
-            elif cand.factor > kept[twin][0].factor:
-                kept[twin] = (cand, grams)
-        return [cand for cand, _ in kept] + candidates[200:]
 
     def _hit(self, req: SearchRequest, parsed: ParsedQuery, c: H.Candidate, position: int,
              lists: dict[str, list[tuple[int, float]]]) -> SearchHit:
@@ -161,11 +146,27 @@ def _stages(chunk_id: int, lists: dict[str, list[tuple[int, float]]]) -> dict[st
     return stages
 
 
-def _best_per_file(candidates: list[H.Candidate]) -> list[H.Candidate]:
-    seen: set[str] = set()
-    out = []
+def _keep(candidates: list[H.Candidate], k: int, per_file: bool, collapse: bool) -> list[H.Candidate]:
+    """The first k candidates that survive per-file dedupe and near-duplicate collapse.
+
+    Near-duplicate chunks from different files collapse into the copy the policy prefers (a
+    canonical page beats its evidence copies). Only what is shown is compared, so the cost is
+    about k comparisons per candidate scanned, not quadratic in the candidate list.
+    """
+    kept: list[tuple[H.Candidate, set[str]]] = []
+    paths: set[str] = set()
     for cand in candidates:
-        if cand.path not in seen:
-            seen.add(cand.path)
-            out.append(cand)
-    return out
+        if per_file and cand.path in paths:
+            continue
+        grams = H.shingles(cand.text) if collapse else set()
+        twin = next((i for i, (other, other_grams) in enumerate(kept)
+                     if collapse and other.path != cand.path and H.near_duplicates(other_grams, grams)), None)
+        if twin is None:
+            kept.append((cand, grams))
+            paths.add(cand.path)
+        elif cand.factor > kept[twin][0].factor:
+            kept[twin] = (cand, grams)
+            paths.add(cand.path)
+        if len(kept) == k:
+            break
+    return [cand for cand, _ in kept]

@@ -54,7 +54,7 @@ class EmbedderSection(_Section):
 
 class SearchSettings(_Section):
     default_k: int = Field(10, ge=1, le=200)
-    rrf_k: int = Field(60, ge=1)
+    rrf_k: int = Field(20, ge=1)
     lexical_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     candidates: int = Field(50, ge=10, le=2000)

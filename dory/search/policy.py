@@ -3,8 +3,9 @@
 Each rule matches a note by path glob or by a frontmatter field and multiplies its fused score by
 `factor` (a factor of 0 removes the note from results). All matching rules apply.
 
-Boosts are deliberately small: with reciprocal rank fusion (rrf_k = 60) neighbouring ranks differ by
-only ~1.6%, so a boost above that would lift a weakly related canonical page over the best match.
+Boosts are deliberately small: with reciprocal rank fusion (rrf_k = 20) neighbouring ranks among the
+first 40 differ by 1.6-4.5%, so a larger boost would lift a weakly related canonical page over the
+best match.
 The built-in boosts (together at most ~1.4%) therefore break ties between equally ranked results,
 while demotions and exclusions (inbox, logs, superseded) act with full force. `dory.toml` can
 override a rule by name or add new ones:

@@ -13,6 +13,7 @@ BLAS thread setup (done when `dory.index.embedders` is first imported) in charge
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import resource
@@ -140,6 +141,7 @@ _BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_th
                  "openblas_set_num_threads64_", "openblas_set_num_threads")
 
 
+@functools.cache
 def _numpy_openblas() -> tuple[Any, str] | None:
     """numpy's OpenBLAS library (ctypes handle) and its thread-setter name, if it can be found."""
     import ctypes
@@ -180,8 +182,33 @@ def blas_threads(count: int) -> Iterator[bool]:
         getattr(lib, setter)(before)
 
 
+def blas_thread_count() -> int | None:
+    """How many threads numpy's OpenBLAS uses right now (None when it cannot be asked)."""
+    found = _numpy_openblas()
+    if found is None:
+        return None
+    lib, setter = found
+    getter = getattr(lib, setter.replace("set_num_threads", "get_num_threads"), None)
+    return int(getter()) if getter is not None else None
+
+
 def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def busy_machine_warning(load_start: Sequence[float], load_end: Sequence[float]) -> str | None:
+    """A warning when other processes were competing for the CPU during a run, else None.
+
+    `load_*` are `os.getloadavg()` readings taken when the run started and ended. At the start the
+    benchmark itself is idle, so a 1-minute load of 1 or more there is someone else's work; at the end
+    the benchmark's own threads count, so only a load above the core count + 1 is flagged.
+    """
+    cores = usable_cpus()
+    if load_start[0] < 1.0 and load_end[0] <= cores + 1:
+        return None
+    return (f"WARNING: the machine was busy (1-min load {load_start[0]:.1f} at start, {load_end[0]:.1f} at end, "
+            f"{cores} cores). Multi-threaded BLAS work (encoder, query embedding, vector search) can run 10x "
+            "slower while other processes compete; rerun on a quiet machine before trusting absolute figures.")
 
 
 class Stopwatch:

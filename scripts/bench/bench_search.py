@@ -44,7 +44,9 @@ import faiss
 import numpy as np
 from _common import (
     bench_dir,
+    blas_thread_count,
     blas_threads,
+    busy_machine_warning,
     current_rss_mb,
     log,
     make_service,
@@ -210,7 +212,7 @@ def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Na
     svc = make_service(work / "corpus", work / "state")  # fresh: loads the index like a user's service
     out: dict[str, Any] = {}
     with timed() as sw:
-        svc.search(SearchRequest(query=warmup[0], mode="hybrid"))
+        svc.search(SearchRequest(query=(warmup or queries)[0], mode="hybrid"))
     out["first_hybrid_search_s"] = sw.seconds  # loads the model and the FAISS file
     for q in warmup:
         for mode in MODES:
@@ -326,7 +328,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         f"chunk a sample vector + N(0, {args.noise}) noise per dimension, L2-normalised; "
                         "queries are real and really embedded",
         "queries": len(queries), "warmup": len(warmup), "top_k": TOP_K, "targets": TARGETS,
-        "load_avg_start": os.getloadavg(), "blas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "load_avg_start": os.getloadavg(), "blas_threads": blas_thread_count(),
         "sizes": {},
     }
     for size in args.sizes:
@@ -342,7 +344,9 @@ def render(r: dict[str, Any]) -> str:
     out = ["Dory search latency (warm service)", f"vectors: {r['vectors_note']}",
            f"{r['queries']} real queries from mdcorpus (4 trees), {r['warmup']} warm-up; top-k {r['top_k']}; "
            f"load average at start {r['load_avg_start'][0]:.2f}, at end {r['load_avg_end'][0]:.2f} (2 cores; other "
-           f"processes' load counts); OPENBLAS_NUM_THREADS={r['blas_threads_env']}"]
+           f"processes' load counts); numpy BLAS threads: {r['blas_threads']}"]
+    warning = busy_machine_warning(r["load_avg_start"], r["load_avg_end"])
+    out += [warning] if warning else []
     for size, s in r["sizes"].items():
         c, v, cli = s["corpus"], s["vectors"], s["cli"]
         out += ["", f"== target {int(size):,} chunks: {c['chunks']:,} chunks in {c['files']:,} notes "

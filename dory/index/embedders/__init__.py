@@ -7,7 +7,8 @@ Backends:
     "none"                  no vectors (keyword search only)
 
 Use `load_embedder(EmbedderSettings(...))`. Nothing heavy happens at construction: models load on
-first use, so building an embedder in a CLI command costs nothing.
+first use, so building an embedder in a CLI command costs nothing. The "openai" and
+"sentence-transformers" modules are imported only when chosen (httpx alone costs ~50 ms to import).
 """
 
 # Must run before the imports below load numpy; see cpu.py for the caveat.
@@ -23,8 +24,6 @@ from dory.errors import ConfigError
 from .base import Embedder, Fingerprint, NamedCounter, TokenCounter, fingerprint_key
 from .minilm import MiniLMEmbedder
 from .model_files import install_model, model_status, verify_model
-from .openai_compat import OpenAICompatEmbedder
-from .sentence_transformers_backend import SentenceTransformersEmbedder
 from .tokens import APPROX_COUNTER_ID, MINILM_COUNTER_ID, approx_token_count, default_token_counter
 
 __all__ = [
@@ -36,8 +35,6 @@ __all__ = [
     "Fingerprint",
     "MiniLMEmbedder",
     "NamedCounter",
-    "OpenAICompatEmbedder",
-    "SentenceTransformersEmbedder",
     "TokenCounter",
     "approx_token_count",
     "default_token_counter",
@@ -76,6 +73,8 @@ def load_embedder(settings: EmbedderSettings) -> Embedder | None:
             raise ConfigError("embedder backend 'openai' needs a url (e.g. http://localhost:11434)")
         if not settings.model:
             raise ConfigError("embedder backend 'openai' needs a model name (e.g. nomic-embed-text)")
+        from .openai_compat import OpenAICompatEmbedder
+
         return OpenAICompatEmbedder(
             settings.url,
             settings.model,
@@ -89,6 +88,8 @@ def load_embedder(settings: EmbedderSettings) -> Embedder | None:
             raise ConfigError(
                 "embedder backend 'sentence-transformers' needs model_path (a local model folder)"
             )
+        from .sentence_transformers_backend import SentenceTransformersEmbedder
+
         return SentenceTransformersEmbedder(
             settings.model_path, dims=settings.dims, batch_size=settings.batch_size
         )

@@ -16,11 +16,12 @@ from dory.config import Settings
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules, resolve_note
 from dory.corpus.scan import ScanResult
-from dory.errors import BackendUnavailable, DoryError, NotFound, UnreadableFile
+from dory.errors import BackendUnavailable, DoryError, ModelUnavailable, NotFound, UnreadableFile
 from dory.index import vector_pass
-from dory.index.embedders import EmbedderSettings, default_token_counter, load_embedder
+from dory.index.embedders import EmbedderSettings, NamedCounter, default_token_counter, load_embedder
 from dory.index.embedders.base import Embedder, fingerprint_key
 from dory.index.embedders.model_files import model_status
+from dory.index.embedders.tokens import APPROX_COUNTER_ID, approx_token_count
 from dory.index.indexer import Indexer, Plan
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore
@@ -179,7 +180,11 @@ class DoryService:
 
     # -- indexing ----------------------------------------------------------------------------
     def indexer(self, store: IndexStore) -> Indexer:
-        counter = default_token_counter(self.settings.embedder.model_path)
+        try:
+            counter = default_token_counter(self.settings.embedder.model_path)
+        except ModelUnavailable:
+            # A broken model must not stop the lexical pass; chunks are re-cut once it is fixed.
+            counter = NamedCounter(approx_token_count, APPROX_COUNTER_ID)
         count = counter.count
         return Indexer(self.settings, store, lambda texts: [count(t) for t in texts], counter.identity)
 

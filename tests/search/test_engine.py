@@ -118,3 +118,26 @@ def test_no_sqlite_errors_leak(svc) -> None:
         search(svc, "\u0000")
     except Exception as exc:  # the request model refuses it first
         assert not isinstance(exc, sqlite3.Error)
+
+
+def test_title_and_headings_weigh_more_than_body(lexical_service) -> None:
+    svc = lexical_service({
+        "body.md": "# Misc\n\nsome words and then quokka appears in the body of a long paragraph here.\n",
+        "title.md": "---\ntitle: Quokka\n---\nA small marsupial.\n",
+        "heading.md": "# Animals\n\n## Quokka facts\nA small marsupial living on islands.\n",
+    })
+    svc.reindex(ReindexRequest())
+    paths = [h.path for h in search(svc, "quokka").hits]
+    assert paths[-1] == "body.md"
+    assert set(paths[:2]) == {"title.md", "heading.md"}
+
+
+def test_cjk_text_is_found_through_the_trigram_table(write_corpus) -> None:
+    from dory.config import load_settings
+    from dory.service import DoryService
+
+    root = write_corpus({"jp.md": "# 天気\n\n東京の天気は晴れです。\n", "en.md": "# Weather\n\nsunny\n"})
+    svc = DoryService(load_settings(root, {"index.trigram": True, "embedder.backend": "none"}, env={}))
+    svc.reindex(ReindexRequest())
+    assert [h.path for h in search(svc, "天気は晴れ").hits] == ["jp.md"]
+    svc.close()

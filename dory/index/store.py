@@ -58,6 +58,14 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def path_words(path: str) -> str:
+    """What of a path is searchable: the file name and its folder. Deeper folders would turn a folder
+    name into a term of every chunk below it, which costs every query using that word dearly."""
+    parts = path.rsplit("/", 2)[-2:]
+    parts[-1] = parts[-1].removesuffix(".md")
+    return " ".join(parts)
+
+
 def doc_date(frontmatter: dict[str, Any]) -> str | None:
     for key in DATE_KEYS:
         value = frontmatter.get(key)
@@ -150,7 +158,8 @@ class IndexStore:
                 (file_id, chunk.ordinal, chunk.start_line, chunk.end_line, json.dumps(chunk.heading_path),
                  chunk.text, chunk.tokens, content_hash(embed_text(context_title, chunk.heading_path, chunk.text))),
             ).lastrowid
-            self._insert_fts(chunk_id, doc.title, aliases, " ".join(chunk.heading_path), doc.path, chunk.text)
+            self._insert_fts(chunk_id, doc.title, aliases, " ".join(chunk.heading_path), path_words(doc.path),
+                             chunk.text)
         self.conn.execute("DELETE FROM skipped WHERE path = ?", (doc.path,))
         return removed
 
@@ -189,7 +198,7 @@ class IndexStore:
                           (new, size, mtime_ns, title, row["id"]))
         self.conn.execute(
             "UPDATE chunks_fts SET path = ?, title = ? WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)",
-            (new, title, row["id"]),
+            (path_words(new), title, row["id"]),
         )
         self.conn.execute("DELETE FROM skipped WHERE path = ?", (new,))
 

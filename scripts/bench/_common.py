@@ -196,19 +196,54 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def busy_machine_warning(load_start: Sequence[float], load_end: Sequence[float]) -> str | None:
-    """A warning when other processes were competing for the CPU during a run, else None.
-
-    `load_*` are `os.getloadavg()` readings taken when the run started and ended. At the start the
-    benchmark itself is idle, so a 1-minute load of 1 or more there is someone else's work; at the end
-    the benchmark's own threads count, so only a load above the core count + 1 is flagged.
-    """
-    cores = usable_cpus()
-    if load_start[0] < 1.0 and load_end[0] <= cores + 1:
+def _busy_cpu_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux /proc/stat), None elsewhere."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = [int(x) for x in handle.readline().split()[1:]]
+    except (OSError, ValueError):
         return None
-    return (f"WARNING: the machine was busy (1-min load {load_start[0]:.1f} at start, {load_end[0]:.1f} at end, "
-            f"{cores} cores). Multi-threaded BLAS work (encoder, query embedding, vector search) can run 10x "
-            "slower while other processes compete; rerun on a quiet machine before trusting absolute figures.")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class MachineLoad:
+    """How much CPU *other* processes used while a benchmark ran.
+
+    `MachineLoad()` takes a snapshot; `.report()` returns {"seconds", "own_cpu_s", "others_cores"},
+    where others_cores is the average number of cores busy with work that was not this process or
+    its children (None when /proc/stat is unavailable). Load averages cannot tell this apart.
+    """
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.busy = _busy_cpu_seconds()
+        self.own = _own_cpu_seconds()
+
+    def report(self) -> dict[str, float | None]:
+        wall = time.perf_counter() - self.started
+        own = _own_cpu_seconds() - self.own
+        busy = _busy_cpu_seconds()
+        others = None
+        if busy is not None and self.busy is not None and wall > 0:
+            others = max(0.0, (busy - self.busy - own) / wall)
+        return {"seconds": wall, "own_cpu_s": own, "others_cores": others, "cores": usable_cpus()}
+
+
+def busy_machine_warning(load: dict[str, Any], threshold: float = 0.25) -> str | None:
+    """A warning when other processes kept more than `threshold` cores busy on average (see MachineLoad)."""
+    others = load.get("others_cores")
+    if others is None or others <= threshold:
+        return None
+    return (f"WARNING: other processes kept {others:.2f} of {load['cores']} cores busy during this run. "
+            "Multi-threaded BLAS work (encoder, query embedding, vector search) can run 10x slower while "
+            "other processes compete; rerun on a quiet machine before trusting absolute figures.")
 
 
 class Stopwatch:

@@ -39,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
+    MachineLoad,
     bench_dir,
     busy_machine_warning,
     fmt,
@@ -286,8 +287,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     source = unpack("mdcorpus") / "corpus"
     corpus = working_copy(source, args.limit)
     state = corpus.parent / "state"
-    result: dict[str, Any] = {"corpus": str(corpus), "limit": args.limit, "targets": TARGETS,
-                              "load_avg_start": os.getloadavg()}
+    load = MachineLoad()
+    result: dict[str, Any] = {"corpus": str(corpus), "limit": args.limit, "targets": TARGETS}
 
     log("baseline: read + sha256 every note …")
     result["baseline_read_hash"] = baseline_read_hash(corpus)
@@ -305,7 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["encoder"] = encoder(svc, corpus, args.encoder_chunks, args.encoder_rounds)
     svc.close()
     result["peak_rss_mb_end"] = peak_rss_mb()
-    result["load_avg_end"] = os.getloadavg()
+    result["machine"] = load.report()
     return result
 
 
@@ -322,9 +323,8 @@ def render(r: dict[str, Any]) -> str:
         [f"incremental, {inc['files']} edited notes", inc["files_s"], inc["seconds"], ""],
     ]
     out = [f"Dory indexing benchmark: {r['corpus']}" + (f" (first {r['limit']} notes)" if r["limit"] else ""),
-           f"load average at start {r['load_avg_start'][0]:.2f}, at end {r['load_avg_end'][0]:.2f} (2 cores; other "
-           "processes' load counts)"]
-    warning = busy_machine_warning(r["load_avg_start"], r["load_avg_end"])
+           f"other processes kept {_cores(r['machine'])} cores busy on average during the run"]
+    warning = busy_machine_warning(r["machine"])
     out += [warning] if warning else []
     out += ["", table(["stage", "files/s", "seconds", "SPEC §11 target"], rows), ""]
     reasons = ", ".join(f"{k} {v}" for k, v in lex["skipped_by_reason"].items()) or "none"
@@ -358,6 +358,11 @@ def render(r: dict[str, Any]) -> str:
                 f"{fmt(enc['ratio_of_totals'] * 100 if enc['ratio_of_totals'] else None)}%; "
                 f"target ≥ {TARGETS['pipeline_ratio']:.0%})"]
     return "\n".join(out)
+
+
+def _cores(load: dict[str, Any]) -> str:
+    others = load.get("others_cores")
+    return "?" if others is None else f"{others:.2f} of {load['cores']}"
 
 
 def main() -> None:

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import faiss
 import numpy as np
 from _common import (
+    MachineLoad,
     bench_dir,
     blas_thread_count,
     blas_threads,
@@ -328,25 +329,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         f"chunk a sample vector + N(0, {args.noise}) noise per dimension, L2-normalised; "
                         "queries are real and really embedded",
         "queries": len(queries), "warmup": len(warmup), "top_k": TOP_K, "targets": TARGETS,
-        "load_avg_start": os.getloadavg(), "blas_threads": blas_thread_count(),
+        "blas_threads": blas_thread_count(),
         "sizes": {},
     }
     for size in args.sizes:
         work, corpus_info, vec_info = prepare(size, root / "corpus", args)
         log(f"[{size:,}] measuring …")
-        result["sizes"][str(size)] = {"corpus": corpus_info, "vectors": vec_info,
-                                      **measure(work, queries, warmup, args)}
-    result["load_avg_end"] = os.getloadavg()
+        load = MachineLoad()
+        figures = measure(work, queries, warmup, args)
+        result["sizes"][str(size)] = {"corpus": corpus_info, "vectors": vec_info, **figures, "machine": load.report()}
     return result
 
 
 def render(r: dict[str, Any]) -> str:
     out = ["Dory search latency (warm service)", f"vectors: {r['vectors_note']}",
            f"{r['queries']} real queries from mdcorpus (4 trees), {r['warmup']} warm-up; top-k {r['top_k']}; "
-           f"load average at start {r['load_avg_start'][0]:.2f}, at end {r['load_avg_end'][0]:.2f} (2 cores; other "
-           f"processes' load counts); numpy BLAS threads: {r['blas_threads']}"]
-    warning = busy_machine_warning(r["load_avg_start"], r["load_avg_end"])
-    out += [warning] if warning else []
+           f"numpy BLAS threads: {r['blas_threads']}"]
     for size, s in r["sizes"].items():
         c, v, cli = s["corpus"], s["vectors"], s["cli"]
         out += ["", f"== target {int(size):,} chunks: {c['chunks']:,} chunks in {c['files']:,} notes "
@@ -371,6 +369,11 @@ def render(r: dict[str, Any]) -> str:
         out.append(f"hybrid minus query embedding (p50): {hyb['p50'] - emb['p50']:.2f} ms; first hybrid search "
                    f"in a fresh service (loads model + vectors): {s['first_hybrid_search_s']:.2f} s")
         out.append(f"queries with hits: {s['queries_with_hits']}; bench process RSS {s['rss_mb']:,.0f} MB")
+        others = s["machine"]["others_cores"]
+        out.append("other processes kept " + ("?" if others is None else f"{others:.2f} of {s['machine']['cores']}")
+                   + " cores busy on average while this size was measured")
+        warning = busy_machine_warning(s["machine"])
+        out += [warning] if warning else []
         verdict = "ok" if cli["median_s"] <= TARGETS["cli_s"] else "MISSED"
         out.append(f"one-shot CLI `dory search` (hybrid, {cli['runs']} runs): median {cli['median_s']:.2f} s, "
                    f"max {cli['max_s']:.2f} s, min {cli['min_s']:.2f} s, peak RSS {cli['peak_rss_mb']:,.0f} MB "

@@ -29,23 +29,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 WriteCorpus = Callable[[dict[str, str | bytes]], Path]
 
 
+def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write {relative path: text or bytes} under root and return root."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
 @pytest.fixture
-def write_corpus(tmp_path: Path) -> WriteCorpus:
+def make_corpus(tmp_path: Path) -> Callable[..., Path]:
+    """make_corpus(files, name="corpus") writes the files under tmp_path/name and returns that folder."""
+
+    def make(files: dict[str, str | bytes], name: str = "corpus") -> Path:
+        root = tmp_path / name
+        root.mkdir(exist_ok=True)
+        return write_files(root, files)
+
+    return make
+
+
+@pytest.fixture
+def write_corpus(make_corpus: Callable[..., Path]) -> WriteCorpus:
     """Write {relative path: text or bytes} under tmp_path/corpus and return the corpus root."""
-    root = tmp_path / "corpus"
-    root.mkdir(exist_ok=True)
-
-    def write(files: dict[str, str | bytes]) -> Path:
-        for rel, content in files.items():
-            path = root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
-        return root
-
-    return write
+    return make_corpus
 
 
 def make_settings(root: Path, **overrides: Any) -> Settings:

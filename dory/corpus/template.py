@@ -18,7 +18,7 @@ def template_dir() -> Path:
     raise ConfigError("the corpus template is missing from this installation; reinstall dory")
 
 
-def init_corpus(target: Path) -> list[str]:
+def copy_template(target: Path) -> list[str]:
     """Copy missing template files into `target`; returns the relative paths created."""
     source = template_dir()
     if target.exists() and not target.is_dir():

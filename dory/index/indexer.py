@@ -22,9 +22,7 @@ from dory.corpus.scan import FileStat, ScanResult, Skip, scan_corpus
 from dory.index.store import IndexedFile, IndexStore, now_iso
 from dory.index.vectors import VectorStore
 
-Progress = Callable[[str, int, int], None]  # (phase, done, total)
-EMBED_BATCH = 128
-SAVE_EVERY_BATCHES = 20
+Progress = Callable[[str, int, int], None]  # (phase, done, total); shared by both passes
 
 
 @dataclass
@@ -46,7 +44,7 @@ class LexicalReport:
     chunker: str = ""
 
 
-def _no_progress(phase: str, done: int, total: int) -> None:
+def no_progress(phase: str, done: int, total: int) -> None:
     return None
 
 
@@ -126,14 +124,15 @@ class Indexer:
             plan.deleted.extend(gone)
 
     # -- lexical pass ------------------------------------------------------------------------
-    def run_lexical(self, full: bool = False, progress: Progress = _no_progress,
+    def run_lexical(self, full: bool = False, progress: Progress = no_progress,
                     vectors: VectorStore | None = None) -> LexicalReport:
         """Apply a plan in batched transactions. Removed chunk ids leave `vectors` as they go."""
         scan = self.scan()
         plan, docs = self.plan(scan, full)
         report = LexicalReport(plan=plan, chunker=self.chunker_id)
-        work = [("write", p) for p in plan.new + plan.changed] + [("touch", p) for p in plan.touched]
-        work += [("rename", f"{old}\x00{new}") for old, new in plan.renamed]
+        work: list[tuple[str, str | tuple[str, str]]] = [("write", p) for p in plan.new + plan.changed]
+        work += [("touch", p) for p in plan.touched]
+        work += [("rename", pair) for pair in plan.renamed]
         work += [("delete", p) for p in plan.deleted]
         conn = self.store.conn
         batch = self.settings.index.batch_files
@@ -149,9 +148,16 @@ class Indexer:
             progress("lexical", min(start + batch, len(work)), len(work))
         return report
 
-    def _apply(self, action: str, item: str, docs: dict[str, Document], scan: ScanResult,
+    def _apply(self, action: str, item: str | tuple[str, str], docs: dict[str, Document], scan: ScanResult,
                report: LexicalReport) -> list[int]:
         store = self.store
+        if isinstance(item, tuple):  # a rename: (old path, new path)
+            old, new = item
+            doc = docs.pop(new)
+            st = scan.files[new]
+            name_title = doc.title if "title" not in doc.frontmatter else None
+            store.rename_file(old, new, st.size, st.mtime_ns, name_title)
+            return []
         if action == "write":
             doc = docs.pop(item)
             chunks = chunk_lines(doc.lines, doc.body_start, self.count_many,
@@ -161,13 +167,6 @@ class Indexer:
         if action == "touch":
             st = scan.files[item]
             store.touch_file(item, st.size, st.mtime_ns)
-            return []
-        if action == "rename":
-            old, new = item.split("\x00")
-            doc = docs.pop(new)
-            st = scan.files[new]
-            name_title = doc.title if "title" not in doc.frontmatter else None
-            store.rename_file(old, new, st.size, st.mtime_ns, name_title)
             return []
         return store.delete_file(item)
 

@@ -9,16 +9,15 @@ cache in seconds without embedding anything.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from dory.index.embedders.base import Embedder
+from dory.index.indexer import Progress
 from dory.index.store import IndexStore, embed_text, title_context
 from dory.index.vectors import VectorStore
 
-Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 128
 SAVE_EVERY_BATCHES = 10
 

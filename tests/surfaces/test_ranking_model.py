@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dory.config import load_settings
-from dory.corpus.template import init_corpus
+from dory.corpus.template import copy_template
 from dory.models import ReindexRequest, SearchRequest
 from dory.service import DoryService
 
@@ -19,7 +19,7 @@ def test_vector_mode_ranks_the_best_semantic_match_first_in_an_init_corpus(tmp_p
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DORY_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "fresh"
-    init_corpus(root)
+    copy_template(root)
     svc = DoryService(load_settings(root, env={}))
     try:
         assert svc.reindex(ReindexRequest()).vectors_pending == 0

@@ -60,6 +60,22 @@ class Embedder(Protocol):
         ...
 
 
+class PrefixedEmbedder:
+    """Shared by the concrete embedders: prepend the query or document prefix, then `_embed`."""
+
+    query_prefix = ""
+    doc_prefix = ""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self.query_prefix + text])[0]
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self._embed([self.doc_prefix + text for text in texts])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
 def fingerprint_key(fp: Fingerprint) -> str:
     """A stable string for comparing fingerprints: key order and whitespace never matter."""
     return json.dumps(fp, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

@@ -24,7 +24,7 @@ import numpy as np
 
 from dory.errors import ConfigError, ModelUnavailable
 
-from .base import Fingerprint, l2_normalize_rows
+from .base import Fingerprint, PrefixedEmbedder, l2_normalize_rows
 from .bert_weights import load_bert
 from .model_files import (
     MODEL_ID,
@@ -49,13 +49,11 @@ class _Encoder(Protocol):
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(PrefixedEmbedder):
     """all-MiniLM-L6-v2: 384-d, mean pooling, 256-token window, no query/document prefixes."""
 
     name = "minilm-l6-v2"
     dims = DIMS
-    query_prefix = ""
-    doc_prefix = ""
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, runtime: str = "auto") -> None:
         if runtime not in RUNTIMES:
@@ -91,12 +89,6 @@ class MiniLMEmbedder:
         return self._get_tokenizer().count(text)
 
     # -- embedding -------------------------------------------------------------------------------
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([self.query_prefix + text])[0]
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return self._embed([self.doc_prefix + text for text in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         result = np.zeros((len(texts), DIMS), dtype=np.float32)

@@ -20,7 +20,7 @@ import numpy as np
 
 from dory.errors import ConfigError, EmbeddingEndpointError
 
-from .base import Fingerprint, TokenCounter, l2_normalize_rows
+from .base import Fingerprint, PrefixedEmbedder, TokenCounter, l2_normalize_rows
 
 # Worth retrying: the server was slow, overloaded or restarting. Anything else will not get better.
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -35,12 +35,10 @@ def embeddings_url(base_url: str) -> str:
     return base + "/v1/embeddings"
 
 
-class OpenAICompatEmbedder:
+class OpenAICompatEmbedder(PrefixedEmbedder):
     """Embedder backed by a remote or local `/v1/embeddings` endpoint."""
 
     name = "openai-compatible"
-    query_prefix = ""
-    doc_prefix = ""
 
     def __init__(
         self,
@@ -113,12 +111,6 @@ class OpenAICompatEmbedder:
         return self._token_counter(text)
 
     # -- embedding -------------------------------------------------------------------------------
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([self.query_prefix + text])[0]
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return self._embed([self.doc_prefix + text for text in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:

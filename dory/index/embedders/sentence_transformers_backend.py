@@ -18,7 +18,7 @@ import numpy as np
 
 from dory.errors import ConfigError, ModelUnavailable
 
-from .base import Fingerprint, TokenCounter, l2_normalize_rows
+from .base import Fingerprint, PrefixedEmbedder, TokenCounter, l2_normalize_rows
 from .tokens import approx_token_count
 
 # Small files that identify a model folder; hashing them is cheap (the weights are not hashed).
@@ -26,7 +26,7 @@ _IDENTITY_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
-class SentenceTransformersEmbedder:
+class SentenceTransformersEmbedder(PrefixedEmbedder):
     """Runs a local sentence-transformers model folder through the sentence_transformers package."""
 
     name = "sentence-transformers"
@@ -69,12 +69,6 @@ class SentenceTransformersEmbedder:
         if self._counter is None:
             self._counter = _folder_token_counter(self.folder)
         return self._counter(text)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([self.query_prefix + text])[0]
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return self._embed([self.doc_prefix + text for text in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dory.errors import ConfigError, CorpusNotFound
 
@@ -70,12 +70,53 @@ class SearchSettings(_Section):
         return rules
 
 
+class DaemonSettings(_Section):
+    # Quiet time after a path's last event before it is indexed, and the longest a busy path waits.
+    debounce_ms: int = Field(300, ge=10, le=60_000)
+    max_delay_ms: int = Field(2_000, ge=10, le=600_000)
+    # Chunks embedded per background batch (smaller batches keep the writer responsive).
+    embed_batch: int = Field(32, ge=1, le=1024)
+    # FAISS is saved this long after it changed (later for a big index: at most 10% of the time),
+    # which is how soon other processes' hybrid searches see new vectors.
+    faiss_save_s: float = Field(1.0, ge=0.1)
+    # Wall-clock check of every job's schedule: catches runs missed while the machine slept.
+    heartbeat_s: float = Field(30.0, ge=0.5)
+    # How far back missed periods are caught up after downtime.
+    catch_up_days: int = Field(7, ge=0, le=366)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_file: str | None = None
+
+
+class JobsSettings(_Section):
+    """`<job> = "<cron>"` per job (five fields, or six with seconds first), or "off"."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="after")
+    def _valid_schedules(self) -> JobsSettings:
+        from dory.jobs.registry import JOBS
+        from dory.jobs.schedule import parse_schedule
+
+        for name, spec in (self.model_extra or {}).items():
+            if name not in JOBS:
+                raise ConfigError(f"[jobs] names an unknown job {name!r}; jobs: {', '.join(sorted(JOBS))}", job=name)
+            if not isinstance(spec, str):
+                raise ValueError(f"jobs.{name} must be a cron string or \"off\"")
+            parse_schedule(spec, name)  # raises ConfigError naming the job
+        return self
+
+    def schedules(self) -> dict[str, str]:
+        return dict(self.model_extra or {})
+
+
 class Settings(_Section):
     corpus: Path
     state_dir: Path
     index: IndexSettings = Field(default_factory=IndexSettings)
     embedder: EmbedderSection = Field(default_factory=EmbedderSection)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
 
     @property
     def db_path(self) -> Path:
@@ -85,11 +126,25 @@ class Settings(_Section):
     def faiss_path(self) -> Path:
         return self.state_dir / "vectors.faiss"
 
+    @property
+    def lock_path(self) -> Path:
+        return self.state_dir / "writer.lock"
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.state_dir / "jobs.sqlite"
+
+    @property
+    def daemon_state_path(self) -> Path:
+        return self.state_dir / "daemon.json"
+
 
 SECTIONS: dict[str, type[_Section]] = {
     "index": IndexSettings,
     "embedder": EmbedderSection,
     "search": SearchSettings,
+    "daemon": DaemonSettings,
+    "jobs": JobsSettings,
 }
 
 

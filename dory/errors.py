@@ -101,3 +101,32 @@ class IndexLocked(DoryError):
     code = "index_locked"
     http_status = 409
     exit_code = 6
+
+
+class JobFailed(DoryError):
+    """A job ran and failed; its ledger row holds the error."""
+
+    code = "job_failed"
+
+
+class DaemonNotRunning(BackendUnavailable):
+    """No `dory ops watch` answers for this corpus (not started, or its socket is gone)."""
+
+    code = "daemon_not_running"
+
+
+class DaemonAlreadyRunning(IndexLocked):
+    code = "daemon_already_running"
+
+
+def error_from_dict(body: dict[str, Any]) -> DoryError:
+    """Rebuild an error sent by another process (the daemon) so callers see the same class and code."""
+    details = body.get("details") or {}
+    message = str(body.get("message", "unknown error"))
+    pending: list[type[DoryError]] = [DoryError]
+    while pending:
+        cls = pending.pop()
+        if cls.code == body.get("code"):
+            return cls(message, **details)
+        pending.extend(cls.__subclasses__())
+    return DoryError(message, **details)

@@ -6,7 +6,7 @@ arguments, and all of them serialise the same response with `model_dump(mode="js
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -131,6 +131,41 @@ class SkippedFile(_Model):
     detail: str
 
 
+class JobRun(_Model):
+    """One run of a scheduled job (or why it did not run)."""
+
+    job: str
+    period: str
+    status: Literal["ok", "warning", "failed", "running", "interrupted", "skipped", "dry_run"]
+    trigger: str
+    started: str | None = None
+    ended: str | None = None
+    attempts: int = 0
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    reason: str | None = None  # why a run was skipped
+
+
+class DaemonStatus(_Model):
+    """What `dory ops watch` reports about itself (through `<state>/daemon.json`)."""
+
+    running: bool
+    pid: int | None = None
+    started_at: str | None = None
+    uptime_s: float | None = None
+    heartbeat_at: str | None = None
+    heartbeat_age_s: float | None = None
+    idle: bool = False  # nothing queued, nothing being written or embedded
+    pending_paths: int = 0  # changed paths waiting for their debounce
+    vectors_pending: int = 0
+    watcher: dict[str, Any] = Field(default_factory=dict)
+    writer: dict[str, Any] = Field(default_factory=dict)
+    embedder: dict[str, Any] = Field(default_factory=dict)
+    last_error: str | None = None
+    note: str | None = None  # e.g. a stale record left by a daemon that died
+
+
 class StatusResponse(_Model):
     corpus: str
     state_dir: str
@@ -148,6 +183,8 @@ class StatusResponse(_Model):
     broken_frontmatter: list[SkippedFile]
     last_reindex: str | None
     index_bytes: int
+    daemon: DaemonStatus = Field(default_factory=lambda: DaemonStatus(running=False))
+    jobs: list[JobRun] = Field(default_factory=list)  # each job's last run
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -155,6 +192,8 @@ class ReindexRequest(_Model):
     full: bool = False
     plan_only: bool = False
     vectors: bool = True
+    # How long to wait for another writer (a running reindex) to release the index lock.
+    wait_s: float = Field(0.0, ge=0, le=86_400)
 
 
 class ReindexResponse(_Model):
@@ -213,3 +252,25 @@ class EvalResponse(_Model):
     queries: int
     modes: list[EvalModeResult]
     warnings: list[str] = Field(default_factory=list)
+
+
+class JobRunRequest(_Model):
+    job: str = Field(min_length=1, max_length=64)
+    period: str | None = Field(None, min_length=1, max_length=64)
+    force: bool = False
+    dry_run: bool = False
+
+
+class JobInfo(_Model):
+    name: str
+    description: str
+    schedule: str
+    enabled: bool
+    next_run: str | None
+    last_run: JobRun | None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class JobsResponse(_Model):
+    daemon_running: bool
+    jobs: list[JobInfo]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules, resolve_note
 from dory.corpus.scan import ScanResult
 from dory.corpus.template import copy_template
-from dory.errors import BackendUnavailable, DoryError, ModelUnavailable, NotFound, UnreadableFile
+from dory.errors import BackendUnavailable, DaemonNotRunning, DoryError, ModelUnavailable, NotFound, UnreadableFile
 from dory.index import vector_pass
 from dory.index.embedders import EmbedderSettings, NamedCounter, default_token_counter, load_embedder
 from dory.index.embedders.base import Embedder, fingerprint_key
@@ -28,11 +28,22 @@ from dory.index.indexer import Indexer, Plan, Progress, no_progress
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore
 from dory.index.vectors import VectorStore
+from dory.jobs import control
+from dory.jobs.ledger import JobLedger
+from dory.jobs.registry import JOBS, get_job, schedule_spec
+from dory.jobs.runner import JobRunner, now_local
+from dory.jobs.schedule import parse_schedule
+from dory.jobs.state import daemon_status
 from dory.models import (
+    DaemonStatus,
     EvalRequest,
     EvalResponse,
     GetRequest,
     GetResponse,
+    JobInfo,
+    JobRun,
+    JobRunRequest,
+    JobsResponse,
     ReindexRequest,
     ReindexResponse,
     SearchRequest,
@@ -44,11 +55,16 @@ from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
 from dory.search.semantic import LiveVectors
 
+# A daemon that has not rewritten its record for this long is reported as possibly stuck.
+STALE_HEARTBEAT_S = 10.0
+
 
 class DoryService:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._vectors: VectorStore | None = None
+        # True while this process holds the writer lock: only then may it repair the index.
+        self.owns_index = False
 
     # -- shared resources --------------------------------------------------------------------
     @cached_property
@@ -73,18 +89,22 @@ class DoryService:
         return fingerprint_key(self._require_embedder().fingerprint())
 
     def vectors(self) -> VectorStore:
-        """The FAISS store, checked against SQLite's record; rebuilt from the cache when they differ."""
+        """The FAISS store. The index's owner checks it against SQLite's record and rebuilds it from
+        the cache when they differ; a reader takes the last saved file as it is (a running daemon
+        saves it within seconds of a change), so reading never writes."""
         if self._vectors is None:
             dims = self._require_embedder().dims
             cfg = self.settings.index
             path = self.settings.faiss_path
+            fingerprint = self.fingerprint()
+            usable = self.store.meta("fingerprint") == fingerprint
             try:
                 store = VectorStore.load(path, dims, cfg.vector_index, cfg.ivf_threshold)
+                damaged = False
             except ValueError:
-                store = VectorStore(dims, cfg.vector_index, cfg.ivf_threshold)
-            fingerprint = self.fingerprint()
-            if not vector_pass.in_sync(self.store, store) and self.store.meta("fingerprint") == fingerprint:
-                vector_pass.rebuild_from_cache(self.store, store, fingerprint)
+                store, damaged = VectorStore(dims, cfg.vector_index, cfg.ivf_threshold), True
+            if usable and (damaged or (self.owns_index and not vector_pass.in_sync(self.store, store))):
+                vector_pass.rebuild_from_cache(self.store, store, fingerprint, repair=self.owns_index)
             self._vectors = store
         return self._vectors
 
@@ -144,8 +164,10 @@ class DoryService:
             model = model_status(self.settings.embedder.model_path)
             if model["problem"]:
                 warnings.append(model["problem"])
-        if pending:
-            warnings.append(f"{pending} files changed on disk since the last reindex")
+        daemon, jobs = self._daemon_and_jobs(warnings)
+        if pending and not daemon.running:
+            warnings.append(f"{pending} files changed on disk since the last reindex "
+                            "(no daemon is watching; run `dory reindex` or `dory ops watch`)")
         skipped = [SkippedFile(path=r[0], reason=r[1], detail=r[2])
                    for r in store.conn.execute("SELECT path, reason, detail FROM skipped ORDER BY path")]
         broken = [SkippedFile(path=r[0], reason="broken_frontmatter", detail=r[1]) for r in store.conn.execute(
@@ -160,7 +182,7 @@ class DoryService:
             fingerprint_matches=matches, vector_index=vector_index,
             skipped=skipped, broken_frontmatter=broken, last_reindex=store.meta("last_reindex"),
             index_bytes=_file_bytes(self.settings.db_path, Path(f"{self.settings.db_path}-wal"), faiss_path),
-            warnings=warnings,
+            daemon=daemon, jobs=jobs, warnings=warnings,
         )
 
     def _vector_index_kind(self, path: Path) -> str:
@@ -170,6 +192,60 @@ class DoryService:
             return "ivf" if self.vectors().is_ivf else "flat"
         except DoryError:
             return "unreadable"
+
+    def _daemon_and_jobs(self, warnings: list[str]) -> tuple[DaemonStatus, list[JobRun]]:
+        daemon = daemon_status(self.settings)
+        if daemon.running:
+            if (daemon.heartbeat_age_s or 0) > STALE_HEARTBEAT_S:
+                warnings.append(f"the daemon (pid {daemon.pid}) has not reported for {daemon.heartbeat_age_s} s")
+            if not daemon.watcher.get("alive", False):
+                warnings.append("the daemon's file watcher is down; it re-arms itself at the next heartbeat")
+            if daemon.last_error:
+                warnings.append(f"daemon: {daemon.last_error}")
+        elif daemon.note:
+            warnings.append(daemon.note)
+        ledger = JobLedger.open_existing(self.settings.ledger_path)
+        if ledger is None:
+            return daemon, []
+        try:
+            runs = [JobRun.model_validate(row) for name in JOBS if (row := ledger.last_run(name))]
+        finally:
+            ledger.close()
+        return daemon, runs
+
+    # -- jobs --------------------------------------------------------------------------------
+    def jobs(self) -> JobsResponse:
+        daemon = daemon_status(self.settings)
+        ledger = JobLedger.open_existing(self.settings.ledger_path)
+        infos = []
+        try:
+            for name, spec in JOBS.items():
+                schedule = parse_schedule(schedule_spec(self.settings, name), name)
+                last = ledger.last_run(name) if ledger else None
+                nxt = schedule.next_after(now_local()) if schedule.enabled else None
+                infos.append(JobInfo(
+                    name=name, description=spec.description, schedule=schedule.spec, enabled=schedule.enabled,
+                    next_run=nxt.isoformat() if nxt else None, last_run=JobRun.model_validate(last) if last else None,
+                    warnings=list(last["warnings"]) if last else [],
+                ))
+        finally:
+            if ledger is not None:
+                ledger.close()
+        return JobsResponse(daemon_running=daemon.running, jobs=infos)
+
+    def run_job(self, req: JobRunRequest) -> JobRun:
+        """Run one job once, through the ledger: by the daemon when it runs, else here under the lock."""
+        get_job(req.job)
+        with suppress(DaemonNotRunning):
+            return JobRun.model_validate(control.call(self.settings, "run_job", req.model_dump(), None))
+        with WriterLock(self.settings.lock_path, 600.0), self.owning():
+            ledger = JobLedger(self.settings.ledger_path)
+            try:
+                ledger.mark_interrupted()
+                runner = JobRunner(self.settings, ledger, _LockedIndex(self))
+                return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run)
+            finally:
+                ledger.close()
 
     def evaluate(self, req: EvalRequest) -> EvalResponse:
         self._require_index()
@@ -199,35 +275,59 @@ class DoryService:
         finally:
             empty.close()
 
-    def reindex(self, req: ReindexRequest, progress: Progress = no_progress) -> ReindexResponse:
+    def reindex(self, req: ReindexRequest, progress: Progress = no_progress,
+                on_wait: Callable[[str], None] | None = None) -> ReindexResponse:
         started = time.monotonic()
         if req.plan_only:
             with self._existing_or_empty_store() as store:
                 indexer = self.indexer(store)
                 plan, _ = indexer.plan(indexer.scan(), req.full)
             return _reindex_response(plan, started, planned=True)
-        indexer = self.indexer(self.store)
-        with WriterLock(self.settings.state_dir / "writer.lock"):
+        with suppress(DaemonNotRunning):  # the daemon owns the index: it does the work
+            return ReindexResponse.model_validate(control.call(self.settings, "reindex", req.model_dump(), None))
+        with WriterLock(self.settings.lock_path, req.wait_s, on_wait), self.owning():
             warnings: list[str] = []
             vectors = self._vectors_for_write(req, warnings)
-            report = indexer.run_lexical(req.full, progress, vectors)
-            embedded = reused = 0
+            response = self.apply_changes(req.full, None, progress, vectors)
             if vectors is not None:
                 try:
-                    embedded, reused = vector_pass.embed_pending(
+                    response.vectors_embedded, response.vectors_reused = vector_pass.embed_pending(
                         self.store, vectors, self._require_embedder(), self.fingerprint(),
                         self.settings.faiss_path, progress)
                 except DoryError as exc:
                     warnings.append(f"vectors not built: {exc.message}")
-        response = _reindex_response(report.plan, started, planned=False)
-        response.chunks_written = report.chunks_written
-        response.vectors_embedded, response.vectors_reused = embedded, reused
         response.vectors_pending = vector_pass.pending_count(self.store)
         response.warnings += warnings
+        response.seconds = round(time.monotonic() - started, 3)
         return response
 
+    def apply_changes(self, full: bool = False, paths: list[str] | None = None, progress: Progress = no_progress,
+                      vectors: VectorStore | None = None) -> ReindexResponse:
+        """The lexical pass over the whole corpus or over `paths`, for the index's owner. Chunks that
+        go away leave `vectors` too; new chunks wait for the vector pass."""
+        started = time.monotonic()
+        report = self.indexer(self.store).run_lexical(full, progress, vectors, paths)
+        response = _reindex_response(report.plan, started, planned=False)
+        response.chunks_written = report.chunks_written
+        response.vectors_pending = vector_pass.pending_count(self.store)
+        return response
+
+    @contextmanager
+    def owning(self) -> Iterator[None]:
+        self.owns_index, self._vectors = True, None  # re-load (and check) FAISS as its owner
+        try:
+            yield
+        finally:
+            self.owns_index = False
+
     def _vectors_for_write(self, req: ReindexRequest, warnings: list[str]) -> VectorStore | None:
-        if not req.vectors or self.settings.embedder.backend == "none":
+        if not req.vectors:
+            return None
+        return self.owned_vectors(warnings)
+
+    def owned_vectors(self, warnings: list[str]) -> VectorStore | None:
+        """The owner's FAISS store, reset when the embedding fingerprint changed; None without vectors."""
+        if self.settings.embedder.backend == "none":
             return None
         try:
             fingerprint = self.fingerprint()
@@ -238,6 +338,23 @@ class DoryService:
             self._vectors = VectorStore(self._require_embedder().dims, self.settings.index.vector_index,
                                         self.settings.index.ivf_threshold)
         return self.vectors()
+
+
+class _LockedIndex:
+    """Index access for a job run outside the daemon: this process holds the writer lock."""
+
+    def __init__(self, service: DoryService) -> None:
+        self.service = service
+
+    def reconcile(self) -> ReindexResponse:
+        warnings: list[str] = []
+        vectors = self.service.owned_vectors(warnings)
+        service = self.service
+        report = service.apply_changes(vectors=vectors)
+        if vectors is not None:
+            vector_pass.finish(service.store, vectors, service.fingerprint(), service.settings.faiss_path)
+        report.warnings += warnings
+        return report
 
 
 def init_corpus(target: Path, install: bool, announce: Callable[[str], None]) -> dict[str, Any]:

@@ -46,6 +46,17 @@ class IgnoreRules:
             return True
         return self._user_match(rel)
 
+    def ignores_parents(self, rel: str) -> bool:
+        """True when a folder on the way to `rel` is skipped."""
+        parts = rel.split("/")
+        return any(self.skips_dir(name, "/".join(parts[:depth])) for depth, name in enumerate(parts[:-1], start=1))
+
+    def ignores_path(self, rel: str, is_dir: bool) -> bool:
+        name = rel.rsplit("/", 1)[-1]
+        if self.ignores_parents(rel):
+            return True
+        return self.skips_dir(name, rel) if is_dir else self.skips_file(name, rel)
+
     def _user_match(self, rel: str) -> bool:
         return any(fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(rel.rstrip("/"), glob) for glob in self.globs)
 

@@ -38,6 +38,11 @@ class ScanResult:
     # False when part of the tree could not be listed: callers must not treat
     # missing files as deleted then.
     complete: bool = True
+    # The corpus-relative roots a partial scan looked at (None: the whole corpus).
+    scope: tuple[str, ...] | None = None
+
+    def in_scope(self, path: str) -> bool:
+        return self.scope is None or any(path == root or path.startswith(root + "/") for root in self.scope)
 
 
 def scan_corpus(root: Path, rules: IgnoreRules) -> ScanResult:
@@ -50,6 +55,59 @@ def scan_corpus(root: Path, rules: IgnoreRules) -> ScanResult:
     root_stat = real_root.stat()
     _walk(real_root, "", real_root, rules, result, {(root_stat.st_dev, root_stat.st_ino)})
     return result
+
+
+def scan_paths(root: Path, rules: IgnoreRules, roots: list[str]) -> ScanResult:
+    """Scan only the given corpus-relative paths (files or folders), as the watcher reports them.
+
+    A path that no longer exists contributes nothing, so the caller sees its notes as missing;
+    a folder is walked whole; ignore rules apply to every component of the path.
+    """
+    result = ScanResult(scope=tuple(sorted(set(roots))))
+    real_root = root.resolve()
+    if not real_root.is_dir():
+        result.complete = False
+        result.skipped.append(Skip("", "unreadable_dir", f"corpus folder is missing: {root}"))
+        return result
+    for rel in result.scope or ():
+        if rules.ignores_parents(rel):
+            continue
+        seen_dirs = _ancestors(real_root, rel)
+        entry_path = real_root / rel
+        try:
+            st = entry_path.lstat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            result.complete = False
+            result.skipped.append(Skip(rel, "unreadable", exc.strerror or str(exc)))
+            continue
+        name = entry_path.name
+        if stat.S_ISDIR(st.st_mode):
+            if not rules.skips_dir(name, rel):
+                seen_dirs.add((st.st_dev, st.st_ino))
+                _walk(entry_path, rel + "/", real_root, rules, result, seen_dirs)
+        elif stat.S_ISLNK(st.st_mode):
+            for entry in os.scandir(entry_path.parent):
+                if entry.name == name:
+                    _follow_link(entry, rel, real_root, rules, result, seen_dirs)
+        elif is_note(name) and not rules.skips_file(name, rel):
+            _add_file(st, rel, result)
+    return result
+
+
+def _ancestors(real_root: Path, rel: str) -> set[tuple[int, int]]:
+    """The folders above a partial-scan root count as visited, as they would in a full walk."""
+    seen = set()
+    folder = real_root
+    for part in ["", *rel.split("/")[:-1]]:
+        folder = folder / part if part else folder
+        try:
+            st = folder.stat()
+        except OSError:
+            break
+        seen.add((st.st_dev, st.st_ino))
+    return seen
 
 
 def _walk(

@@ -18,7 +18,7 @@ from dory.config import Settings
 from dory.corpus.chunking import CHUNKER_VERSION, CountMany, chunk_lines
 from dory.corpus.document import Document, ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules
-from dory.corpus.scan import FileStat, ScanResult, Skip, scan_corpus
+from dory.corpus.scan import FileStat, ScanResult, Skip, scan_corpus, scan_paths
 from dory.index.store import IndexedFile, IndexStore, now_iso
 from dory.index.vectors import VectorStore
 
@@ -63,14 +63,14 @@ class Indexer:
     def plan(self, scan: ScanResult, full: bool = False) -> tuple[Plan, dict[str, Document]]:
         """Classify every path; returns the documents already read while hashing candidates."""
         plan = Plan(skipped=list(scan.skipped))
-        indexed = self.store.indexed_files()
+        indexed = self.store.indexed_files(scan.scope)
         full = full or self.store.meta("chunker") != self.chunker_id
         docs: dict[str, Document] = {}
         missing = [path for path in indexed if path not in scan.files]
         by_hash: dict[str, list[str]] = {}
         for path in missing:
             by_hash.setdefault(indexed[path].sha256, []).append(path)
-        skipped_before = {} if full else self.store.skipped_files()
+        skipped_before = {} if full else self.store.skipped_files(scan.scope)
         for path, st in scan.files.items():
             old = indexed.get(path)
             if old and not full and old.size == st.size and old.mtime_ns == st.mtime_ns:
@@ -118,16 +118,20 @@ class Indexer:
             return
         if not scan.complete:
             plan.deletions_withheld = "part of the corpus could not be listed; nothing was deleted"
-        elif not scan.files and indexed:
+        elif not scan.files and indexed and scan.scope is None:
             plan.deletions_withheld = "the corpus scan found no notes at all; refusing to empty the index"
         else:
             plan.deleted.extend(gone)
 
     # -- lexical pass ------------------------------------------------------------------------
     def run_lexical(self, full: bool = False, progress: Progress = no_progress,
-                    vectors: VectorStore | None = None) -> LexicalReport:
-        """Apply a plan in batched transactions. Removed chunk ids leave `vectors` as they go."""
-        scan = self.scan()
+                    vectors: VectorStore | None = None, paths: list[str] | None = None) -> LexicalReport:
+        """Apply a plan in batched transactions. Removed chunk ids leave `vectors` as they go.
+
+        `paths` limits the pass to those files and folders (what the watcher saw change); missing
+        ones are deleted, so the caller must only pass paths it has evidence about.
+        """
+        scan = self.scan() if paths is None else scan_paths(self.settings.corpus, self.rules, paths)
         plan, docs = self.plan(scan, full)
         report = LexicalReport(plan=plan, chunker=self.chunker_id)
         work: list[tuple[str, str | tuple[str, str]]] = [("write", p) for p in plan.new + plan.changed]
@@ -173,6 +177,8 @@ class Indexer:
     def _finish(self, plan: Plan, scan: ScanResult) -> None:
         for skip in plan.skipped:
             self.store.record_skip(skip)
-        self.store.forget_skips({skip.path for skip in plan.skipped})
-        self.store.set_meta("chunker", self.chunker_id)
-        self.store.set_meta("last_reindex", now_iso())
+        self.store.forget_skips({skip.path for skip in plan.skipped}, scan.scope)
+        self.store.set_meta("last_change", now_iso())
+        if scan.scope is None:
+            self.store.set_meta("chunker", self.chunker_id)
+            self.store.set_meta("last_reindex", now_iso())

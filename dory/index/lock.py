@@ -9,39 +9,62 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
 from dory.errors import IndexLocked
 
+PROBE_GRACE_S = 0.3
+
 
 class WriterLock:
-    def __init__(self, path: Path, wait_s: float = 0.0) -> None:
+    def __init__(self, path: Path, wait_s: float = 0.0, on_wait: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.wait_s = wait_s
+        self.on_wait = on_wait  # told once, with the holder's pid, when the lock is busy
         self._fd: int | None = None
 
     def __enter__(self) -> WriterLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + self.wait_s
+        # A short grace even with wait_s = 0: `holder()` probes the lock for a few microseconds.
+        deadline = time.monotonic() + max(self.wait_s, PROBE_GRACE_S)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                if self.on_wait is not None and self.wait_s > 0:
+                    self.on_wait(holder)
+                    self.on_wait = None
                 if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
                     os.close(fd)
                     raise IndexLocked(
                         f"the index is being written by another Dory process (pid {holder}); "
                         "wait for it to finish or stop it", pid=holder,
                     ) from None
-                time.sleep(0.1)
+                time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
         return self
+
+    @staticmethod
+    def holder(path: Path) -> str | None:
+        """The pid holding the lock, or None when nobody does (a crashed holder's flock is gone)."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        return None
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

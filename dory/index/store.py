@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,13 +112,25 @@ class IndexStore:
             db.set_meta(self.conn, "fts_tokenizer", tokenizer)
 
     # -- reads -------------------------------------------------------------------------------
-    def indexed_files(self) -> dict[str, IndexedFile]:
-        rows = self.conn.execute("SELECT id, path, size, mtime_ns, sha256 FROM files")
+    def indexed_files(self, scope: tuple[str, ...] | None = None) -> dict[str, IndexedFile]:
+        """Every file row, or only those at or below the given corpus-relative paths."""
+        rows = self._in_scope("SELECT id, path, size, mtime_ns, sha256 FROM files", scope)
         return {row["path"]: IndexedFile(*row) for row in rows}
 
-    def skipped_files(self) -> dict[str, Skip]:
-        rows = self.conn.execute("SELECT path, reason, detail, size, mtime_ns FROM skipped")
+    def skipped_files(self, scope: tuple[str, ...] | None = None) -> dict[str, Skip]:
+        rows = self._in_scope("SELECT path, reason, detail, size, mtime_ns FROM skipped", scope)
         return {row[0]: Skip(*row) for row in rows}
+
+    def _in_scope(self, select: str, scope: tuple[str, ...] | None) -> list[sqlite3.Row]:
+        if scope is None:
+            return self.conn.execute(select).fetchall()
+        rows: dict[str, sqlite3.Row] = {}
+        for root in scope:
+            # "root/" <= path < "root0" selects everything below root ('0' follows '/' in ASCII).
+            for row in self.conn.execute(f"{select} WHERE path = ? OR (path >= ? AND path < ?)",
+                                         (root, root + "/", root + "0")):
+                rows[row["path"]] = row
+        return list(rows.values())
 
     def meta(self, key: str) -> str | None:
         return db.get_meta(self.conn, key)
@@ -210,8 +223,8 @@ class IndexStore:
             (skip.path, skip.size, skip.mtime_ns, skip.reason, skip.detail, now_iso()),
         )
 
-    def forget_skips(self, keep: set[str]) -> None:
-        for (path,) in self.conn.execute("SELECT path FROM skipped").fetchall():
+    def forget_skips(self, keep: set[str], scope: tuple[str, ...] | None = None) -> None:
+        for path in self.skipped_files(scope):
             if path not in keep:
                 self.conn.execute("DELETE FROM skipped WHERE path = ?", (path,))
 

@@ -9,6 +9,7 @@ cache in seconds without embedding anything.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,18 +23,19 @@ EMBED_BATCH = 128
 SAVE_EVERY_BATCHES = 10
 
 
-def vector_record(store: IndexStore) -> tuple[int, int]:
-    row = store.conn.execute("SELECT count(*), coalesce(sum(id), 0) FROM chunks WHERE has_vector = 1").fetchone()
-    return int(row[0]), int(row[1])
+def vector_ids(store: IndexStore) -> np.ndarray:
+    """The chunk ids SQLite says are in FAISS, sorted."""
+    rows = store.conn.execute("SELECT id FROM chunks WHERE has_vector = 1 ORDER BY id").fetchall()
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
 
 def in_sync(store: IndexStore, vectors: VectorStore) -> bool:
-    ids = vectors.ids()
-    return (len(ids), int(ids.sum()) if len(ids) else 0) == vector_record(store)
+    return bool(np.array_equal(np.sort(vectors.ids()), vector_ids(store)))
 
 
-def rebuild_from_cache(store: IndexStore, vectors: VectorStore, fingerprint: str) -> int:
-    """Refill FAISS from the embedding cache for every chunk marked as having a vector."""
+def rebuild_from_cache(store: IndexStore, vectors: VectorStore, fingerprint: str, repair: bool = True) -> int:
+    """Refill FAISS from the embedding cache for every chunk marked as having a vector. With
+    `repair`, chunks whose cached vector is gone go back to the pending queue (owner only)."""
     rows = store.conn.execute(
         "SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
         "ON e.content_hash = c.content_hash AND e.fingerprint = ? WHERE c.has_vector = 1", (fingerprint,),
@@ -41,12 +43,12 @@ def rebuild_from_cache(store: IndexStore, vectors: VectorStore, fingerprint: str
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
     matrix = np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows]) if rows else \
         np.empty((0, vectors.dims), dtype=np.float32)
-    with store.conn:
-        # Chunks whose cached vector is gone go back to the pending queue.
+    if repair:
         store.conn.execute(
             "UPDATE chunks SET has_vector = 0 WHERE has_vector = 1 AND content_hash NOT IN "
             "(SELECT content_hash FROM embeddings WHERE fingerprint = ?)", (fingerprint,),
         )
+        store.conn.commit()
     vectors.rebuild(ids, matrix)
     return len(ids)
 
@@ -65,38 +67,68 @@ def pending_count(store: IndexStore) -> int:
     return int(store.conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 0").fetchone()[0])
 
 
+@dataclass
+class EmbeddedBatch:
+    """Vectors for a batch of pending chunks, computed without touching the index."""
+
+    rows: list[tuple[int, str]]  # (chunk id, content hash) as read
+    vectors: dict[str, np.ndarray]  # content hash -> vector
+    fresh: list[str]  # hashes the model embedded (the others came from the cache)
+
+
+def embed_batch(store: IndexStore, embedder: Embedder, fingerprint: str, limit: int,
+                exclude: frozenset[int] = frozenset()) -> EmbeddedBatch | None:
+    """Read up to `limit` pending chunks and embed those the cache does not know. Only reads."""
+    rows = [row for row in _pending(store, limit + len(exclude)) if row[0] not in exclude][:limit]
+    if not rows:
+        return None
+    cached = _cached(store, fingerprint, sorted({row[1] for row in rows}))
+    texts = {h: t for _, h, t in rows if h not in cached}
+    if texts:
+        cached.update(zip(texts.keys(), embedder.embed_documents(list(texts.values())), strict=True))
+    return EmbeddedBatch([(r[0], r[1]) for r in rows], cached, list(texts))
+
+
+def store_batch(store: IndexStore, vectors: VectorStore, fingerprint: str, batch: EmbeddedBatch) -> int:
+    """Record a batch: cache rows, `has_vector` flags, FAISS. A chunk that changed or vanished
+    since it was read is left alone. Returns how many chunks got their vector."""
+    with store.conn:
+        store.conn.executemany(
+            "INSERT OR IGNORE INTO embeddings(fingerprint, content_hash, vector) VALUES (?, ?, ?)",
+            [(fingerprint, h, np.asarray(batch.vectors[h], dtype=np.float32).tobytes()) for h in batch.fresh],
+        )
+        done = [
+            (chunk_id, h) for chunk_id, h in batch.rows
+            if store.conn.execute("UPDATE chunks SET has_vector = 1 WHERE id = ? AND content_hash = ? "
+                                  "AND has_vector = 0", (chunk_id, h)).rowcount
+        ]
+    if done:
+        vectors.add(np.array([d[0] for d in done], dtype=np.int64), np.stack([batch.vectors[d[1]] for d in done]))
+    return len(done)
+
+
 def embed_pending(store: IndexStore, vectors: VectorStore, embedder: Embedder, fingerprint: str,
                   faiss_path: Path, progress: Progress) -> tuple[int, int]:
     """Give every pending chunk a vector. Returns (chunks embedded by the model, reused from cache)."""
     total = pending_count(store)
     embedded = reused = batches = 0
-    while True:
-        rows = _pending(store, EMBED_BATCH)
-        if not rows:
-            break
-        hashes = sorted({row[1] for row in rows})
-        cached = _cached(store, fingerprint, hashes)
-        texts = {h: t for _, h, t in rows if h not in cached}
-        if texts:
-            fresh = embedder.embed_documents(list(texts.values()))
-            cached.update(zip(texts.keys(), fresh, strict=True))
-            embedded += len(texts)
-        reused += len(rows) - len(texts)
-        with store.conn:
-            store.conn.executemany(
-                "INSERT OR IGNORE INTO embeddings(fingerprint, content_hash, vector) VALUES (?, ?, ?)",
-                [(fingerprint, h, np.asarray(cached[h], dtype=np.float32).tobytes()) for h in texts],
-            )
-            store.conn.executemany("UPDATE chunks SET has_vector = 1 WHERE id = ?", [(r[0],) for r in rows])
-        vectors.add(np.array([r[0] for r in rows], dtype=np.int64), np.stack([cached[r[1]] for r in rows]))
+    while (batch := embed_batch(store, embedder, fingerprint, EMBED_BATCH)) is not None:
+        store_batch(store, vectors, fingerprint, batch)
+        embedded += len(batch.fresh)
+        reused += len(batch.rows) - len(batch.fresh)
         batches += 1
         if batches % SAVE_EVERY_BATCHES == 0:
             vectors.save(faiss_path)
         progress("vectors", embedded + reused, total)
+    finish(store, vectors, fingerprint, faiss_path)
+    return embedded, reused
+
+
+def finish(store: IndexStore, vectors: VectorStore, fingerprint: str, faiss_path: Path) -> None:
+    """Retype the index if it outgrew flat search, then persist it."""
     if vectors.needs_retype():
         rebuild_from_cache(store, vectors, fingerprint)
     vectors.save(faiss_path)
-    return embedded, reused
 
 
 def _pending(store: IndexStore, limit: int) -> list[tuple[int, str, str]]:

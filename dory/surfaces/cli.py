@@ -19,8 +19,8 @@ import click
 import pydantic
 
 from dory.config import load_settings
-from dory.errors import DoryError, UsageError
-from dory.models import EvalRequest, GetRequest, ReindexRequest, Scope, SearchRequest
+from dory.errors import DoryError, JobFailed, UsageError
+from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
 from dory.service import DoryService
 from dory.surfaces import render
 from dory.surfaces.progress import terminal_progress
@@ -102,13 +102,21 @@ def init(directory: str, no_model: bool) -> Result:
 @click.option("--full", is_flag=True, help="re-read and re-chunk every file")
 @click.option("--plan", "plan_only", is_flag=True, help="print what would change, change nothing")
 @click.option("--no-vectors", is_flag=True, help="lexical pass only; embed later")
+@click.option("--wait", "wait_s", default=600.0, show_default=True, type=float,
+              help="seconds to wait while another reindex holds the index lock")
 @click.pass_context
 @command
-def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool) -> Result:
-    """Bring the index in line with the corpus (incremental unless --full)."""
-    req = ReindexRequest(full=full, plan_only=plan_only, vectors=not no_vectors)
+def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, wait_s: float) -> Result:
+    """Bring the index in line with the corpus (incremental unless --full).
+
+    While `dory ops watch` runs, the daemon does the work (it owns the index)."""
+    req = ReindexRequest(full=full, plan_only=plan_only, vectors=not no_vectors, wait_s=wait_s)
+
+    def waiting(holder: str) -> None:
+        click.echo(f"waiting for another Dory process (pid {holder}) to finish writing the index…", err=True)
+
     with service(ctx) as svc, terminal_progress() as progress:
-        res = svc.reindex(req, progress)
+        res = svc.reindex(req, progress, waiting)
     return res.model_dump(mode="json"), lambda: render.reindex(res)
 
 
@@ -179,6 +187,62 @@ def eval_command(ctx: click.Context, queries_file: str, modes: str, k: int, scop
     with service(ctx) as svc:
         res = svc.evaluate(req)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.evaluation(res)
+
+
+@cli.group()
+def ops() -> None:
+    """The daemon and its scheduled jobs."""
+
+
+@ops.command()
+@click.option("--foreground", is_flag=True, default=True, help="run in this terminal (the default; use systemd "
+              "to run it in the background: scripts/install-systemd.sh)")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="default: daemon.log_level")
+@click.option("--log-file", help="also append logs to this file")
+@click.option("--wait", "wait_s", default=60.0, show_default=True, type=float,
+              help="seconds to wait for a running reindex to release the index")
+@click.pass_context
+def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file: str | None, wait_s: float) -> None:
+    """Keep the index fresh while notes change, and run scheduled jobs (until SIGTERM / Ctrl-C)."""
+    from dory.jobs.daemon import Daemon, setup_logging
+
+    root = ctx.find_root().params
+    try:
+        settings = load_settings(root.get("corpus"), {"state_dir": root.get("state_dir"),
+                                                      "daemon.log_level": log_level, "daemon.log_file": log_file})
+        setup_logging(settings.daemon.log_level, settings.daemon.log_file)
+        code = Daemon(settings, lock_wait_s=wait_s).run_until_signalled()
+    except DoryError as exc:
+        _emit_error(exc, as_json=False)
+        sys.exit(exc.exit_code)
+    sys.exit(code)
+
+
+@ops.command(name="jobs")
+@click.pass_context
+@command
+def ops_jobs(ctx: click.Context) -> Result:
+    """List the scheduled jobs: schedule, last run, next run and warnings."""
+    with service(ctx) as svc:
+        res = svc.jobs()
+    return res.model_dump(mode="json"), lambda: render.jobs(res)
+
+
+@ops.command(name="run")
+@click.argument("job")
+@click.option("--period", help="the period to run (default: the latest scheduled one)")
+@click.option("--force", is_flag=True, help="run again even if this period is done")
+@click.option("--dry-run", is_flag=True, help="report what the job would do; record nothing")
+@click.pass_context
+@command
+def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_run: bool) -> Result:
+    """Run one job once, through the job ledger (by the daemon when it runs)."""
+    req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run)
+    with service(ctx) as svc:
+        res = svc.run_job(req)
+    if res.status == "failed":
+        raise JobFailed(f"job {res.job} failed for {res.period}: {res.error}", job=res.job, period=res.period)
+    return res.model_dump(mode="json"), lambda: render.job_run(res)
 
 
 @cli.group()

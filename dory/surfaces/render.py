@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from dory.models import EvalResponse, GetResponse, ReindexResponse, SearchResponse, StatusResponse
+from dory.models import (
+    DaemonStatus,
+    EvalResponse,
+    GetResponse,
+    JobRun,
+    JobsResponse,
+    ReindexResponse,
+    SearchResponse,
+    StatusResponse,
+)
 
 
 def search(res: SearchResponse) -> str:
@@ -42,7 +51,9 @@ def status(res: StatusResponse) -> str:
         f"chunks       {res.chunks}  vectors {res.vectors}  pending {res.vectors_pending}  ({res.vector_index})",
         f"embedder     {res.embedder}  fingerprint {'ok' if res.fingerprint_matches else 'MISMATCH/none'}",
         f"last reindex {res.last_reindex or 'never'}  index size {res.index_bytes / 1e6:.1f} MB",
+        *_daemon_lines(res.daemon),
     ]
+    lines += [f"job          {run.job}: {run.status} for {run.period} (ended {run.ended or '-'})" for run in res.jobs]
     if res.skipped:
         lines.append(f"skipped      {len(res.skipped)} files:")
         lines += [f"  {s.path}: {s.reason} ({s.detail})" for s in res.skipped[:50]]
@@ -52,6 +63,39 @@ def status(res: StatusResponse) -> str:
         lines.append(f"indexed as plain text (frontmatter not parsed): {len(res.broken_frontmatter)} files:")
         lines += [f"  {s.path}: {s.detail}" for s in res.broken_frontmatter[:50]]
     lines += [f"! {w}" for w in res.warnings]
+    return "\n".join(lines)
+
+
+def _daemon_lines(daemon: DaemonStatus) -> list[str]:
+    if not daemon.running:
+        return ["daemon       not running (start it with `dory ops watch`)"]
+    watcher = daemon.watcher
+    return [
+        f"daemon       pid {daemon.pid}, up {daemon.uptime_s} s, {'idle' if daemon.idle else 'working'}; "
+        f"{daemon.pending_paths} paths waiting, {daemon.vectors_pending} chunks waiting for vectors",
+        f"watcher      {'alive' if watcher.get('alive') else 'DOWN'}; {watcher.get('events_seen', 0)} events, "
+        f"last {watcher.get('last_event_at') or 'never'}; {watcher.get('overflows', 0)} queue overflows, "
+        f"re-armed {watcher.get('rearmed', 0)} times",
+    ]
+
+
+def jobs(res: JobsResponse) -> str:
+    lines = [f"daemon {'running' if res.daemon_running else 'not running'}"]
+    for job in res.jobs:
+        last = job.last_run
+        last_text = f"{last.status} for {last.period} at {last.ended or last.started}" if last else "never ran"
+        lines.append(f"{job.name:12} {job.schedule if job.enabled else 'off':16} next {job.next_run or '-'}")
+        lines.append(f"{'':12} last: {last_text}")
+        lines += [f"{'':12} ! {w}" for w in job.warnings]
+    return "\n".join(lines)
+
+
+def job_run(run: JobRun) -> str:
+    if run.status == "skipped":
+        return f"{run.job} {run.period}: not run ({run.reason})"
+    outputs = ", ".join(f"{k} {v}" for k, v in run.outputs.items()) or "no outputs"
+    lines = [f"{run.job} {run.period}: {run.status} ({outputs})"]
+    lines += [f"! {w}" for w in run.warnings]
     return "\n".join(lines)
 
 

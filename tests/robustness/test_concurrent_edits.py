@@ -147,8 +147,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return clean
 
 
-def start_reindex(root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([*dory_command(), "--corpus", str(root), "reindex", "--json"], env=env,
+def start_reindex(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*dory_command(), "--corpus", str(root), "reindex", "--json", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -168,7 +168,7 @@ def make_corpus(tmp_path: Path, files: int) -> Path:
 def test_reindex_while_another_process_holds_the_writer_lock_is_index_locked(tmp_path: Path, env) -> None:
     root = make_corpus(tmp_path, 5)
     with WriterLock(root / ".dory" / "writer.lock"):
-        code, out, err = finish(start_reindex(root, env))
+        code, out, err = finish(start_reindex(root, env, "--wait", "0"))
     assert code == 6, err
     body = json.loads(out)["error"]
     assert (body["code"], body["type"]) == ("index_locked", "IndexLocked")
@@ -180,6 +180,19 @@ def test_reindex_while_another_process_holds_the_writer_lock_is_index_locked(tmp
     assert json.loads(out)["new"] == 5
 
 
+def test_a_reindex_waits_for_the_lock_and_says_so(tmp_path: Path, env) -> None:
+    root = make_corpus(tmp_path, 3)
+    lock = WriterLock(root / ".dory" / "writer.lock").__enter__()
+    proc = start_reindex(root, env, "--wait", "30")
+    time.sleep(1.0)
+    assert proc.poll() is None  # still waiting
+    lock.__exit__(None, None, None)
+    code, out, err = finish(proc)
+    assert code == 0, err
+    assert f"waiting for another Dory process (pid {os.getpid()}) to finish writing the index" in err
+    assert json.loads(out)["new"] == 3
+
+
 def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follows(tmp_path: Path,
                                                                                  env) -> None:
     root = make_corpus(tmp_path, 200)
@@ -187,7 +200,7 @@ def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follow
     assert code == 0, err
     for i in range(200):
         (root / f"notes/n{i:03}.md").write_text(note_text(i, 1))
-    results = [finish(p) for p in [start_reindex(root, env), start_reindex(root, env)]]
+    results = [finish(p) for p in [start_reindex(root, env, "--wait", "0"), start_reindex(root, env, "--wait", "0")]]
     codes = sorted(code for code, _, _ in results)
     assert codes in ([0, 0], [0, 6]), results
     bodies = [json.loads(out) for _, out, _ in results]

@@ -1,0 +1,1 @@
+"""The daemon (watcher, writer, scheduler) and the jobs it runs."""

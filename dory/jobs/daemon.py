@@ -1,0 +1,251 @@
+"""`dory ops watch`: the one long-running process per corpus that owns the index.
+
+Start-up order matters: take the writer lock; load (and if a crash left it behind, repair) the
+vector store; arm the watcher *before* the start-up reconcile, so nothing changed meanwhile is
+missed; then the embedder, the scheduler (which first catches up on missed periods) and the
+control socket. Stopping runs the other way round, and the writer finishes what it has queued.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from dory.config import Settings
+from dory.corpus.paths import IgnoreRules
+from dory.errors import DaemonAlreadyRunning, IndexLocked
+from dory.index import vector_pass
+from dory.index.lock import WriterLock
+from dory.index.store import IndexStore, now_iso
+from dory.jobs import control
+from dory.jobs.changes import ChangeQueue
+from dory.jobs.embedding import EmbedWorker
+from dory.jobs.ledger import JobLedger
+from dory.jobs.registry import JOBS
+from dory.jobs.runner import JobRunner
+from dory.jobs.schedule import local_zone
+from dory.jobs.state import daemon_status, write_state
+from dory.jobs.watcher import CorpusWatcher
+from dory.jobs.writer import IndexWriter
+from dory.models import JobRunRequest, ReindexRequest
+from dory.service import DoryService
+
+log = logging.getLogger("dory.daemon")
+STATE_EVERY_S = 0.5
+# APScheduler's default grace of 1 s silently drops a run the machine slept through; the ledger
+# decides what is really due, so the scheduler may always fire late.
+JOB_DEFAULTS = {"coalesce": True, "misfire_grace_time": 12 * 3600, "max_instances": 1}
+
+
+class Daemon:
+    def __init__(self, settings: Settings, lock_wait_s: float = 0.0) -> None:
+        self.settings = settings
+        self.lock_wait_s = lock_wait_s
+        self.service = DoryService(settings)
+        cfg = settings.daemon
+        self.changes = ChangeQueue(cfg.debounce_ms / 1000, cfg.max_delay_ms / 1000)
+        self.writer = IndexWriter(self.service, self.changes, on_change=lambda: None)
+        self.embedder = EmbedWorker(self.service, self.writer)
+        self.writer.on_change = self.embedder.wake
+        self.changes.on_add = self.writer.wake
+        self.watcher = CorpusWatcher(settings.corpus, IgnoreRules(settings.index.ignore), self.changes,
+                                     self.writer.request_reconcile)
+        self.started_at: str | None = None
+        self.heartbeat_at: str | None = None
+        self.startup_done = threading.Event()
+        self._stop = threading.Event()
+        self._lock: WriterLock | None = None
+        self._ledger: JobLedger | None = None
+        self._runner: JobRunner | None = None
+        self._scheduler: BackgroundScheduler | None = None
+        self._control: control.ControlServer | None = None
+        self._reader: IndexStore | None = None
+        self._state_thread = threading.Thread(target=self._publish_loop, name="dory-state", daemon=True)
+
+    # -- life --------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._take_lock()
+        self.started_at = now_iso()
+        self.service.owns_index = True
+        for warning in self.writer.start():
+            log.warning("vectors: %s", warning)
+        self._ledger = JobLedger(self.settings.ledger_path)
+        interrupted = self._ledger.mark_interrupted()
+        if interrupted:
+            log.warning("%d job runs were interrupted by a crash; they will run again", interrupted)
+        self._runner = JobRunner(self.settings, self._ledger, self.writer)
+        self._control = control.ControlServer(control.socket_path(self.settings), self._handlers())
+        self._control.start()
+        self.watcher.start()
+        self.writer.submit(self._startup_reconcile)
+        self.embedder.start()
+        self._start_scheduler()
+        self._state_thread.start()
+        log.info("watching %s (pid %d)", self.settings.corpus, os.getpid())
+
+    def _take_lock(self) -> None:
+        def waiting(holder: str) -> None:
+            log.warning("waiting for pid %s to finish writing the index…", holder)
+
+        lock = WriterLock(self.settings.lock_path, self.lock_wait_s, waiting)
+        try:
+            lock.__enter__()
+        except IndexLocked as exc:
+            status = daemon_status(self.settings)
+            if status.running:
+                raise DaemonAlreadyRunning(
+                    f"a Dory daemon (pid {status.pid}) is already watching {self.settings.corpus}",
+                    pid=status.pid) from exc
+            raise
+        self._lock = lock
+
+    def _startup_reconcile(self) -> None:
+        try:
+            self.writer.reconcile_now()
+        finally:
+            self.startup_done.set()
+
+    def stop(self) -> None:
+        log.info("stopping")
+        self._stop.set()
+        self.watcher.stop()
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+        if self._control is not None:
+            self._control.stop()
+        self.embedder.stop()
+        self.writer.stop()
+        if self._state_thread.is_alive():
+            self._state_thread.join(5)
+        if self._ledger is not None:
+            self._ledger.close()
+        if self._reader is not None:
+            self._reader.close()
+        self.service.close()
+        self.settings.daemon_state_path.unlink(missing_ok=True)
+        if self._lock is not None:
+            self._lock.__exit__(None, None, None)
+        log.info("stopped")
+
+    def run_until_signalled(self) -> int:
+        """The foreground life: SIGTERM / SIGINT finish the current batch and exit 0."""
+        def request_stop(signum: int, frame: FrameType | None) -> None:
+            log.info("received %s", signal.Signals(signum).name)
+            self._stop.set()
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        self.start()
+        while not self._stop.wait(0.5):
+            pass
+        self.stop()
+        return 0
+
+    # -- scheduler ---------------------------------------------------------------------------
+    def _start_scheduler(self) -> None:
+        runner = self._runner
+        assert runner is not None
+        scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, job_defaults=JOB_DEFAULTS,
+                                        timezone=local_zone())
+        for name in JOBS:
+            schedule = runner.schedule(name)
+            if schedule.enabled:
+                scheduler.add_job(runner.run_due, schedule.trigger, args=[name], id=name, name=name)
+        scheduler.add_job(self._heartbeat, "interval", seconds=self.settings.daemon.heartbeat_s, id="heartbeat")
+        # Catch up on periods missed while the daemon was down, once the start-up reconcile is done.
+        scheduler.add_job(self._catch_up, id="catch-up")
+        scheduler.start()
+        self._scheduler = scheduler
+
+    def _catch_up(self) -> None:
+        self.startup_done.wait()
+        if self._runner is not None:
+            self._runner.run_all_due("catch-up")
+
+    def _heartbeat(self) -> None:
+        self.heartbeat_at = now_iso()
+        self.watcher.check()
+        if self._runner is not None and self.startup_done.is_set():
+            self._runner.run_all_due("heartbeat")
+
+    def next_runs(self) -> dict[str, str | None]:
+        if self._scheduler is None:
+            return {}
+        out = {}
+        for job in self._scheduler.get_jobs():
+            when = getattr(job, "next_run_time", None)
+            out[job.id] = when.isoformat() if when else None
+        return out
+
+    # -- control requests --------------------------------------------------------------------
+    def _handlers(self) -> dict[str, control.Handler]:
+        return {
+            "ping": lambda args: {"pid": os.getpid()},
+            "status": lambda args: self.snapshot(),
+            "reindex": self._reindex,
+            "run_job": self._run_job,
+        }
+
+    def _reindex(self, args: dict[str, Any]) -> dict[str, Any]:
+        req = ReindexRequest.model_validate(args)
+        report = self.writer.call(lambda: self.writer.reconcile_now(req.full))
+        report.warnings.append("run by the daemon: vectors are embedded in the background (see `dory status`)")
+        return report.model_dump()
+
+    def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
+        req = JobRunRequest.model_validate(args)
+        assert self._runner is not None
+        run = self._runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run)
+        return run.model_dump()
+
+    # -- the public record -------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        pending_paths = len(self.changes)
+        vectors_pending = self._vectors_pending()
+        writer_idle = not self.writer.busy and pending_paths == 0
+        embed_idle = not self.embedder.busy and (vectors_pending == 0 or not self.embedder.stats.enabled)
+        errors = [e for e in (self.writer.stats.last_error, self.embedder.stats.last_error) if e]
+        return {
+            "pid": os.getpid(), "corpus": str(self.settings.corpus), "socket": str(control.socket_path(self.settings)),
+            "started_at": self.started_at, "heartbeat_at": now_iso(),
+            "idle": self.startup_done.is_set() and writer_idle and embed_idle,
+            "pending_paths": pending_paths, "vectors_pending": vectors_pending,
+            "watcher": self.watcher.health.as_dict(), "writer": self.writer.stats.as_dict(),
+            "embedder": self.embedder.stats.as_dict(), "last_error": errors[0] if errors else None,
+            "next_runs": self.next_runs(),
+        }
+
+    def _vectors_pending(self) -> int:
+        if not self.settings.db_path.exists():
+            return 0
+        if self._reader is None:
+            self._reader = IndexStore(self.settings.db_path, self.settings.index.tokenizer, readonly=True)
+        return vector_pass.pending_count(self._reader)
+
+    def _publish_loop(self) -> None:
+        path: Path = self.settings.daemon_state_path
+        while not self._stop.is_set():
+            try:
+                write_state(path, self.snapshot())
+            except Exception:  # a full disk must not kill the daemon; status will show it stale
+                log.exception("could not write %s", path)
+            self._stop.wait(STATE_EVERY_S)
+
+
+def setup_logging(level: str, log_file: str | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler()]  # stderr: stdout stays clean
+    if log_file:
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    logging.basicConfig(level=level.upper(), handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Their debug output is one line per inotify event; keep it out of ours.
+    for noisy in ("apscheduler", "watchdog"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -1,0 +1,102 @@
+"""The background embedder: computes vectors for pending chunks while the writer stays free.
+
+It reads pending chunks on its own read-only connection, embeds them (the slow part, outside any
+lock or transaction), and hands the vectors to the writer thread, which records only those whose
+chunk is still there with the same content. New text is therefore searchable by keywords at once
+and by meaning as soon as this thread reaches it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dory.errors import DaemonNotRunning
+from dory.index import vector_pass
+from dory.index.store import IndexStore, now_iso
+from dory.jobs.writer import IndexWriter
+from dory.service import DoryService
+
+log = logging.getLogger("dory.embed")
+RETRY_AFTER_ERROR_S = 30.0
+
+
+@dataclass
+class EmbedStats:
+    enabled: bool = False
+    embedded: int = 0  # chunks the model embedded
+    reused: int = 0  # chunks whose vector came from the cache (renames, re-saves)
+    stored: int = 0
+    last_batch_at: str | None = None
+    last_error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class EmbedWorker:
+    def __init__(self, service: DoryService, writer: IndexWriter) -> None:
+        self.service = service
+        self.writer = writer
+        self.stats = EmbedStats()
+        self.busy = False
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dory-embed", daemon=True)
+
+    def start(self) -> None:
+        if self.writer.vectors is None:
+            return  # no embedder configured, or it could not load: lexical only
+        self.stats.enabled = True
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        settings = self.service.settings
+        reader = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
+        try:
+            while not self._stop.is_set():
+                self._wake.wait(timeout=5.0)
+                self._wake.clear()
+                self._drain(reader)
+        finally:
+            reader.close()
+
+    def _drain(self, reader: IndexStore) -> None:
+        embedder = self.service.embedder
+        if embedder is None:
+            return
+        fingerprint = self.service.fingerprint()
+        limit = self.service.settings.daemon.embed_batch
+        while not self._stop.is_set():
+            self.busy = True
+            try:
+                batch = vector_pass.embed_batch(reader, embedder, fingerprint, limit)
+                if batch is None:
+                    return
+                stored = self.writer.call(lambda b=batch: self.writer.store_vectors(b, fingerprint))
+            except DaemonNotRunning:
+                return
+            except Exception as exc:  # an endpoint down, a broken model: keep the backlog, retry later
+                self.stats.last_error = f"{now_iso()}: {exc}"
+                log.warning("embedding failed, retrying in %.0f s: %s", RETRY_AFTER_ERROR_S, exc)
+                self._stop.wait(RETRY_AFTER_ERROR_S)
+                return
+            finally:
+                self.busy = False
+            self.stats.embedded += len(batch.fresh)
+            self.stats.reused += len(batch.rows) - len(batch.fresh)
+            self.stats.stored += stored
+            self.stats.last_batch_at = now_iso()
+            if stored == 0:
+                return  # everything read had changed meanwhile; the writer wakes us again

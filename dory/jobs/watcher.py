@@ -1,0 +1,179 @@
+"""The filesystem watcher: watchdog events turned into corpus-relative paths for the change queue.
+
+What an event *was* hardly matters (editors save in many ways: in place, temp file + rename,
+rename-away + rename-back); what matters is which note paths may have changed. So every relevant
+event queues its path(s) and the indexer re-reads the disk after the debounce. Temp, swap,
+conflict and ignored names are dropped here; folders are queued whole (a moved-in folder, a
+folder moved out of the corpus).
+
+The watcher also keeps its own health: events seen, the last one, inotify queue overflows (after
+which a reconcile is requested) and re-arms (a dead observer thread, or a corpus folder that was
+replaced, gets a new observer).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from dory.corpus.paths import IgnoreRules, is_note
+from dory.index.store import now_iso
+from dory.jobs.changes import ChangeQueue
+
+log = logging.getLogger("dory.watch")
+# Events that say nothing about content: reading a file, or closing it unchanged.
+QUIET_EVENTS = frozenset({"opened", "closed_no_write"})
+
+
+@dataclass
+class WatcherHealth:
+    alive: bool = False
+    started_at: str | None = None
+    events_seen: int = 0
+    paths_queued: int = 0
+    last_event_at: str | None = None
+    overflows: int = 0
+    rearmed: int = 0
+    last_problem: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: CorpusWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self.watcher.handle(event)
+
+
+class _OverflowSpy(logging.Handler):
+    """watchdog rebuilds its watches after an inotify overflow but only *logs* that events were
+    lost; this handler turns that log line into a reconcile request."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.on_overflow()
+
+
+class CorpusWatcher:
+    def __init__(self, root: Path, rules: IgnoreRules, queue: ChangeQueue,
+                 request_reconcile: Callable[[str], None]) -> None:
+        self.root = root.resolve()
+        self.rules = rules
+        self.queue = queue
+        self.request_reconcile = request_reconcile
+        self.health = WatcherHealth()
+        self._observer: Any = None
+        self._root_id: tuple[int, int] | None = None
+        self._lock = threading.Lock()
+        self._spy = _OverflowSpy(self._overflowed)
+
+    # -- life --------------------------------------------------------------------------------
+    def start(self) -> None:
+        for name in ("watchdog.observers.inotify_c", "watchdog.observers.inotify"):
+            logging.getLogger(name).addHandler(self._spy)
+        self._arm()
+
+    def stop(self) -> None:
+        for name in ("watchdog.observers.inotify_c", "watchdog.observers.inotify"):
+            logging.getLogger(name).removeHandler(self._spy)
+        with self._lock:
+            self._disarm()
+            self.health.alive = False
+
+    def _arm(self) -> None:
+        with self._lock:
+            self._disarm()
+            st = self.root.stat()
+            observer = Observer()
+            observer.schedule(_Handler(self), str(self.root), recursive=True)
+            observer.daemon = True
+            observer.start()
+            self._observer, self._root_id = observer, (st.st_dev, st.st_ino)
+            self.health.alive = True
+            self.health.started_at = now_iso()
+
+    def _disarm(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            if self._observer is not threading.current_thread():
+                self._observer.join(timeout=5)
+            self._observer = None
+
+    def check(self) -> bool:
+        """Re-arm a watcher whose thread died or whose corpus folder was replaced; True if re-armed.
+        A re-armed watcher may have missed events, so it also asks for a reconcile."""
+        problem = self._problem()
+        if problem is None:
+            return False
+        self.health.alive = False
+        self.health.last_problem = f"{now_iso()}: {problem}"
+        if not self.root.is_dir():
+            log.error("watcher: %s; waiting for the corpus folder to come back", problem)
+            return False
+        log.warning("watcher: %s; re-arming", problem)
+        self._arm()
+        self.health.rearmed += 1
+        self.request_reconcile("watcher re-armed")
+        return True
+
+    def _problem(self) -> str | None:
+        observer = self._observer
+        if observer is None or not observer.is_alive():
+            return "the observer thread is not running"
+        if any(not emitter.is_alive() for emitter in list(observer.emitters)):
+            return "an event emitter stopped"
+        try:
+            st = self.root.stat()
+        except OSError as exc:
+            return f"the corpus folder is gone ({exc.strerror})"
+        if (st.st_dev, st.st_ino) != self._root_id:
+            return "the corpus folder was replaced"
+        return None
+
+    # -- events ------------------------------------------------------------------------------
+    def _overflowed(self) -> None:
+        self.health.overflows += 1
+        self.request_reconcile("inotify queue overflow: events were lost")
+
+    def handle(self, event: FileSystemEvent) -> None:
+        if event.event_type in QUIET_EVENTS:
+            return
+        self.health.events_seen += 1
+        self.health.last_event_at = now_iso()
+        paths = [self._relevant(event.src_path, event.is_directory, event.event_type)]
+        if event.dest_path:
+            paths.append(self._relevant(event.dest_path, event.is_directory, event.event_type))
+        queued = [path for path in paths if path]
+        if queued:
+            self.health.paths_queued += len(queued)
+            self.queue.add(queued)
+
+    def _relevant(self, raw: bytes | str, is_dir: bool, kind: str) -> str | None:
+        path = os.fsdecode(raw)
+        rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+        if rel == "." or rel.startswith("../"):
+            return None
+        if is_dir:
+            # A folder's "modified" only says its listing changed; the entries report themselves.
+            if kind == "modified" or self.rules.ignores_path(rel, is_dir=True):
+                return None
+            return rel
+        if not is_note(rel) or self.rules.ignores_path(rel, is_dir=False):
+            return None
+        return rel
+

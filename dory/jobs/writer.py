@@ -1,0 +1,231 @@
+"""The daemon's writer: one thread that owns the index and makes every change to it.
+
+Everything that writes SQLite or FAISS runs here, in order: watcher batches, reconciles, requests
+from other processes (a `dory reindex` handed to the daemon), and vectors computed by the
+background embedder. Readers in other threads and processes use their own connections (WAL) and
+the last FAISS file, which is saved atomically at most every `faiss_save_s` and whenever the
+writer goes idle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+from dory.errors import DaemonNotRunning
+from dory.index import vector_pass
+from dory.index.store import now_iso
+from dory.index.vectors import VectorStore
+from dory.jobs.changes import ChangeQueue
+from dory.models import ReindexResponse
+from dory.service import DoryService
+
+log = logging.getLogger("dory.writer")
+T = TypeVar("T")
+_Task = tuple[Callable[[], Any], "Future[Any]"]
+
+
+@dataclass
+class WriterStats:
+    batches: int = 0
+    paths_applied: int = 0
+    files_changed: int = 0
+    reconciles: int = 0
+    last_batch_at: str | None = None
+    last_reconcile_at: str | None = None
+    last_error: str | None = None
+    last_error_at: str | None = None
+    faiss_saved_at: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class IndexWriter:
+    def __init__(self, service: DoryService, changes: ChangeQueue, on_change: Callable[[], None]) -> None:
+        self.service = service
+        self.changes = changes
+        self.on_change = on_change  # told after each batch that wrote chunks (the embedder wakes)
+        self.vectors: VectorStore | None = None
+        self.stats = WriterStats()
+        self.busy = False
+        self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dory-writer", daemon=True)
+        self._dirty_since: float | None = None  # FAISS changed in memory since this moment
+        self._batch_files = service.settings.index.batch_files
+        self._save_every = service.settings.daemon.faiss_save_s
+        self._save_cost = 0.0
+
+    # -- life --------------------------------------------------------------------------------
+    def start(self) -> list[str]:
+        """Start the thread and load the vector store as owner (repairing it from the cache if a
+        crash left it behind SQLite). Returns warnings (e.g. no embedder)."""
+        self._thread.start()
+        warnings: list[str] = []
+        self.vectors = self.call(lambda: self.service.owned_vectors(warnings))
+        return warnings
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Finish what is queued (the current batch and paths already seen), save FAISS, stop."""
+        self._stopping.set()
+        self._tasks.put(None)
+        self._thread.join(timeout_s)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        if self._stopping.is_set() or not self._thread.is_alive():
+            raise DaemonNotRunning("the daemon's writer is stopping")
+        future: Future[T] = Future()
+        self._tasks.put((fn, future))
+        return future
+
+    def call(self, fn: Callable[[], T], timeout_s: float | None = None) -> T:
+        return self.submit(fn).result(timeout_s)
+
+    def wake(self) -> None:
+        self._tasks.put(None)
+
+    # -- work --------------------------------------------------------------------------------
+    def reconcile(self) -> ReindexResponse:
+        """A full compare of disk with the index, on the writer thread (IndexAccess for jobs)."""
+        return self.call(self.reconcile_now)
+
+    def request_reconcile(self, reason: str) -> None:
+        log.info("reconcile requested: %s", reason)
+        with contextlib.suppress(DaemonNotRunning):
+            self.submit(self.reconcile_now)
+
+    def reconcile_now(self, full: bool = False) -> ReindexResponse:
+        """Compare the whole corpus with the index and apply the difference (writer thread only)."""
+        report = self.service.apply_changes(full=full, vectors=self.vectors)
+        self.stats.reconciles += 1
+        self.stats.last_reconcile_at = now_iso()
+        self._after_write(report)
+        return report
+
+    def store_vectors(self, batch: vector_pass.EmbeddedBatch, fingerprint: str) -> int:
+        """Record vectors computed by the embedder thread (runs on the writer thread)."""
+        if self.vectors is None:
+            return 0
+        added = vector_pass.store_batch(self.service.store, self.vectors, fingerprint, batch)
+        if added:
+            self._dirty_since = self._dirty_since or time.monotonic()
+        return added
+
+    def _apply(self, paths: list[str]) -> None:
+        self.busy = True
+        try:
+            report = self.service.apply_changes(paths=paths, vectors=self.vectors)
+        except Exception as exc:  # a broken batch is reported; the next reconcile retries it
+            self._error(f"indexing {len(paths)} changed paths failed: {exc}")
+            log.exception("batch failed")
+            return
+        finally:
+            self.busy = False
+        self.stats.batches += 1
+        self.stats.paths_applied += len(paths)
+        self.stats.last_batch_at = now_iso()
+        self._after_write(report)
+        log.debug("batch of %d paths: %d new, %d changed, %d renamed, %d deleted", len(paths), report.new,
+                  report.changed, report.renamed, report.deleted)
+
+    def _after_write(self, report: ReindexResponse) -> None:
+        changed = report.new + report.changed + report.renamed + report.deleted
+        self.stats.files_changed += changed
+        for warning in report.warnings:
+            self._error(warning)
+        if changed:
+            if self.vectors is not None and (report.changed or report.deleted):
+                self._dirty_since = self._dirty_since or time.monotonic()
+            self.on_change()
+
+    def _error(self, message: str) -> None:
+        log.warning("%s", message)
+        self.stats.last_error, self.stats.last_error_at = message, now_iso()
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            self._run_queued_tasks()
+            due = self.changes.take_due(self._batch_files)
+            if due:
+                self._apply(due)
+                continue
+            if self._stopping.is_set():
+                self._drain()
+                return
+            self._save_faiss(force=False)
+            try:
+                item = self._tasks.get(timeout=self._wait_s())
+            except queue.Empty:
+                continue
+            if item is not None:
+                self._run(item)
+
+    def _wait_s(self) -> float:
+        wait = self.changes.seconds_until_due()
+        timeout = 1.0 if wait is None else min(wait, 1.0)
+        if self._dirty_since is not None:
+            timeout = min(timeout, max(0.0, self._dirty_since + self._save_interval() - time.monotonic()))
+        return max(timeout, 0.001)
+
+    def _run_queued_tasks(self) -> None:
+        while True:
+            try:
+                item = self._tasks.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                self._run(item)
+
+    def _run(self, item: _Task) -> None:
+        fn, future = item
+        if not future.set_running_or_notify_cancel():
+            return
+        self.busy = True
+        try:
+            future.set_result(fn())
+        except BaseException as exc:
+            future.set_exception(exc)
+        finally:
+            self.busy = False
+
+    def _drain(self) -> None:
+        """On stop: apply every path already seen, run queued tasks, persist FAISS."""
+        paths = self.changes.take_all()
+        for start in range(0, len(paths), self._batch_files):
+            self._apply(paths[start:start + self._batch_files])
+        self._run_queued_tasks()
+        self._save_faiss(force=True)
+
+    def _save_faiss(self, force: bool) -> None:
+        if self.vectors is None or self._dirty_since is None:
+            return
+        if not force and time.monotonic() - self._dirty_since < self._save_interval():
+            return
+        started = time.monotonic()
+        try:
+            vector_pass.finish(self.service.store, self.vectors, self.service.fingerprint(),
+                               self.service.settings.faiss_path)
+        except Exception as exc:  # disk full, permissions: keep serving, say so, retry later
+            self._error(f"saving the vector index failed: {exc}")
+            return
+        self._dirty_since = None
+        self._save_cost = time.monotonic() - started
+        self.stats.faiss_saved_at = now_iso()
+
+    def _save_interval(self) -> float:
+        # A large index costs a while to write; saving at most every ten save-times keeps that
+        # under a tenth of the writer's time while a backlog is embedded.
+        return max(self._save_every, 10 * self._save_cost)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Shared test helpers live in tests/support (importable as `support.*`).
+sys.path.insert(0, str(Path(__file__).parent))
 
 from dory.config import Settings, load_settings
 from dory.index.embedders.model_files import model_status
@@ -24,6 +29,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("the MiniLM model is not installed on CI; run `dory models install` first")
     for item in needs_model:
         item.add_marker(pytest.mark.skip(reason="MiniLM model not installed (dory models install)"))
+
+
+def dory_command() -> list[str]:
+    """The installed console script next to this interpreter, else on PATH, else its entry point."""
+    beside = Path(sys.executable).with_name("dory")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("dory")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "from dory.surfaces.cli import main; main()"]
+
+
+@pytest.fixture(scope="session")
+def dory_cmd() -> list[str]:
+    """How to run the real `dory` command line in a subprocess."""
+    return dory_command()
 
 
 WriteCorpus = Callable[[dict[str, str | bytes]], Path]

@@ -75,7 +75,33 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 TRIGRAM_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(body, tokenize = 'trigram')"
 
-MIGRATIONS = (_schema_v1,)
+def _chunk_ids_never_reused(tokenizer: str) -> str:
+    """v2: chunk ids come from AUTOINCREMENT. A plain rowid reuses the largest id after a delete,
+    and a reader holding a FAISS file saved a moment earlier would map the deleted chunk's vector
+    onto the new chunk."""
+    return """
+CREATE TABLE chunks_v2 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    has_vector INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (file_id, ordinal)
+);
+INSERT INTO chunks_v2 SELECT * FROM chunks;
+DROP TABLE chunks;
+ALTER TABLE chunks_v2 RENAME TO chunks;
+CREATE INDEX chunks_pending ON chunks(has_vector) WHERE has_vector = 0;
+CREATE INDEX chunks_hash ON chunks(content_hash);
+"""
+
+
+MIGRATIONS = (_schema_v1, _chunk_ids_never_reused)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -97,8 +123,9 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
 
 
 def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
-    """Bring the schema to SCHEMA_VERSION. Every statement is idempotent (IF NOT EXISTS), so two
-    processes creating a new index at the same moment both succeed."""
+    """Bring the schema to SCHEMA_VERSION, one migration per immediate transaction. The version is
+    re-read under the write lock, so two processes opening an old (or new) index at the same moment
+    apply each migration once."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise BackendUnavailable(
@@ -106,9 +133,17 @@ def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
             "upgrade Dory or delete the .dory folder and run `dory reindex --full`"
         )
     for number in range(version, SCHEMA_VERSION):
-        with conn:
-            conn.executescript("BEGIN;" + MIGRATIONS[number](tokenizer) + f"PRAGMA user_version = {number + 1};")
-            conn.commit()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("PRAGMA user_version").fetchone()[0] == number:
+                for statement in MIGRATIONS[number](tokenizer).split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

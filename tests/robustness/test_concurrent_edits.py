@@ -11,7 +11,6 @@ import os
 import random
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -130,13 +129,6 @@ def test_incremental_reindex_after_rewrites_reports_everything_unchanged(tmp_pat
 
 
 # -- two processes -------------------------------------------------------------------------------
-def dory_command() -> list[str]:
-    beside = Path(sys.executable).with_name("dory")
-    if beside.is_file():
-        return [str(beside)]
-    return [sys.executable, "-c", "from dory.surfaces.cli import main; main()"]
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """No inherited DORY_* settings, no model, and a private bytecode cache shared by this module's runs."""
@@ -147,8 +139,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return clean
 
 
-def start_reindex(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*dory_command(), "--corpus", str(root), "reindex", "--json", *args], env=env,
+def start_reindex(cmd: list[str], root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*cmd, "--corpus", str(root), "reindex", "--json", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -165,25 +157,25 @@ def make_corpus(tmp_path: Path, files: int) -> Path:
     return root
 
 
-def test_reindex_while_another_process_holds_the_writer_lock_is_index_locked(tmp_path: Path, env) -> None:
+def test_reindex_while_another_process_holds_the_writer_lock_is_index_locked(dory_cmd, tmp_path: Path, env) -> None:
     root = make_corpus(tmp_path, 5)
     with WriterLock(root / ".dory" / "writer.lock"):
-        code, out, err = finish(start_reindex(root, env, "--wait", "0"))
+        code, out, err = finish(start_reindex(dory_cmd, root, env, "--wait", "0"))
     assert code == 6, err
     body = json.loads(out)["error"]
     assert (body["code"], body["type"]) == ("index_locked", "IndexLocked")
     assert body["message"] == (f"the index is being written by another Dory process (pid {os.getpid()}); "
                                "wait for it to finish or stop it")
     assert body["details"] == {"pid": str(os.getpid())}
-    code, out, err = finish(start_reindex(root, env))  # released: the next writer proceeds
+    code, out, err = finish(start_reindex(dory_cmd, root, env))  # released: the next writer proceeds
     assert code == 0, err
     assert json.loads(out)["new"] == 5
 
 
-def test_a_reindex_waits_for_the_lock_and_says_so(tmp_path: Path, env) -> None:
+def test_a_reindex_waits_for_the_lock_and_says_so(dory_cmd, tmp_path: Path, env) -> None:
     root = make_corpus(tmp_path, 3)
     lock = WriterLock(root / ".dory" / "writer.lock").__enter__()
-    proc = start_reindex(root, env, "--wait", "30")
+    proc = start_reindex(dory_cmd, root, env, "--wait", "30")
     time.sleep(1.0)
     assert proc.poll() is None  # still waiting
     lock.__exit__(None, None, None)
@@ -193,14 +185,15 @@ def test_a_reindex_waits_for_the_lock_and_says_so(tmp_path: Path, env) -> None:
     assert json.loads(out)["new"] == 3
 
 
-def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follows(tmp_path: Path,
+def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follows(dory_cmd, tmp_path: Path,
                                                                                  env) -> None:
     root = make_corpus(tmp_path, 200)
-    code, _, err = finish(start_reindex(root, env))
+    code, _, err = finish(start_reindex(dory_cmd, root, env))
     assert code == 0, err
     for i in range(200):
         (root / f"notes/n{i:03}.md").write_text(note_text(i, 1))
-    results = [finish(p) for p in [start_reindex(root, env, "--wait", "0"), start_reindex(root, env, "--wait", "0")]]
+    procs = [start_reindex(dory_cmd, root, env, "--wait", "0") for _ in range(2)]
+    results = [finish(p) for p in procs]
     codes = sorted(code for code, _, _ in results)
     assert codes in ([0, 0], [0, 6]), results
     bodies = [json.loads(out) for _, out, _ in results]
@@ -224,7 +217,7 @@ def open_fds(pid: int) -> set[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see when both processes are waiting")
-def test_two_first_ever_reindexes_never_crash_on_schema_creation(tmp_path: Path, env) -> None:
+def test_two_first_ever_reindexes_never_crash_on_schema_creation(dory_cmd, tmp_path: Path, env) -> None:
     """Holding SQLite's write lock for a moment makes both processes read the empty schema before either can
     create it: the interleaving that happens by chance in about one run in three without it."""
     root = make_corpus(tmp_path, 20)
@@ -233,7 +226,7 @@ def test_two_first_ever_reindexes_never_crash_on_schema_creation(tmp_path: Path,
     blocker = sqlite3.connect(db, isolation_level=None)
     blocker.execute("PRAGMA journal_mode = WAL")
     blocker.execute("BEGIN IMMEDIATE")
-    procs = [start_reindex(root, env), start_reindex(root, env)]
+    procs = [start_reindex(dory_cmd, root, env), start_reindex(dory_cmd, root, env)]
     staged = False
     try:
         deadline = time.monotonic() + 20

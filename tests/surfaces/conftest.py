@@ -10,26 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-
-def dory_command() -> list[str]:
-    """The installed console script next to this interpreter, else on PATH, else its entry point."""
-    beside = Path(sys.executable).with_name("dory")
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("dory")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "from dory.surfaces.cli import main; main()"]
 
 
 @dataclass
@@ -77,7 +64,7 @@ def dory_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def dory(dory_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunDory:
+def dory(dory_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory, dory_cmd: list[str]) -> RunDory:
     """run(*args, cwd=None, backend="none", env=None, timeout=120) -> Run"""
     default_cwd = tmp_path_factory.mktemp("cli-cwd")
 
@@ -86,7 +73,7 @@ def dory(dory_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunD
         full_env = clean_env(dory_cache_dir, backend, **(env or {}))
         if "stdout" not in popen and "stderr" not in popen:
             popen["capture_output"] = True
-        proc = subprocess.run([*dory_command(), *args], cwd=cwd or default_cwd, env=full_env, text=True,
+        proc = subprocess.run([*dory_cmd, *args], cwd=cwd or default_cwd, env=full_env, text=True,
                               timeout=timeout, **popen)
         return Run(tuple(args), proc.returncode, proc.stdout or "", proc.stderr or "")
 

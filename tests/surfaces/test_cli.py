@@ -180,7 +180,8 @@ def test_reindex_plan_lists_changes_that_status_counts_and_changes_nothing(dory,
     assert tree_digest(root) == before
     status = dory("--corpus", str(root), "status", "--json").json()
     assert (status["files_on_disk"], status["files_indexed"], status["pending_changes"]) == (3, 3, 3)
-    assert status["warnings"] == [NO_EMBEDDER, "3 files changed on disk since the last reindex"]
+    assert status["warnings"] == [NO_EMBEDDER, "3 files changed on disk since the last reindex (no daemon is "
+                                                "watching; run `dory reindex` or `dory ops watch`)"]
     old = dory("--corpus", str(root), "search", "bananas", "--mode", "bm25", "--json")
     assert hit_paths(old) == ["b.md"]  # the index is untouched by the plan
     real = dory("--corpus", str(root), "reindex", "--json").json()
@@ -385,7 +386,8 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
     body = run.json()
     assert set(body) == {"corpus", "state_dir", "files_on_disk", "files_indexed", "chunks", "vectors",
                          "vectors_pending", "pending_changes", "embedder", "fingerprint", "fingerprint_matches",
-                         "vector_index", "skipped", "broken_frontmatter", "last_reindex", "index_bytes", "warnings"}
+                         "vector_index", "skipped", "broken_frontmatter", "last_reindex", "index_bytes", "warnings",
+                         "daemon", "jobs"}
     root = cli.root.resolve()
     assert (body["corpus"], body["state_dir"]) == (str(root), str(root / ".dory"))
     assert (body["files_on_disk"], body["files_indexed"]) == (5, 4)

@@ -1,0 +1,244 @@
+"""Editors save notes in many ways; a real `dory ops watch` must end up with the note indexed.
+
+Each test drives the real filesystem (and real tools: sed, vim, git) against one daemon process,
+then waits until the daemon's index equals what a fresh full reindex makes of the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.daemon import DaemonProcess, daemon_env, fresh_reindex, indexed, wait_until
+
+NOTE = "---\ntitle: {title}\n---\n# {title}\n\n{body}\n"
+
+
+def note(title: str, body: str) -> str:
+    return NOTE.format(title=title, body=body)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    for i in range(5):
+        (root / "notes").mkdir(parents=True, exist_ok=True)
+        (root / "notes" / f"n{i}.md").write_text(note(f"Note {i}", f"ordinary text number {i}"))
+    (root / "dory.toml").write_text('[index]\nignore = ["private/*"]\n')
+    return root
+
+
+@pytest.fixture
+def daemon(corpus: Path, daemon_factory: Callable[..., DaemonProcess]) -> DaemonProcess:
+    return daemon_factory(corpus).start()
+
+
+def settles_to_fresh(daemon: DaemonProcess, tmp_path: Path, timeout_s: float = 20.0) -> dict[str, str]:
+    """Wait until the daemon's index equals a fresh full reindex of the corpus as it is now."""
+    expected = fresh_reindex(daemon.root, daemon.env, tmp_path / "fresh-state")
+    wait_until(lambda: indexed(daemon.root, daemon.env) == expected, timeout_s, "the index to match a fresh reindex")
+    return expected
+
+
+def chunk_ids(daemon: DaemonProcess, path: str) -> list[int]:
+    from dory.index.store import IndexStore
+
+    store = IndexStore(daemon.settings.db_path, daemon.settings.index.tokenizer, readonly=True)
+    try:
+        return [r[0] for r in store.conn.execute(
+            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal", (path,))]
+    finally:
+        store.close()
+
+
+def test_startup_reconcile_indexes_the_corpus(daemon: DaemonProcess, tmp_path: Path) -> None:
+    assert len(settles_to_fresh(daemon, tmp_path)) == 5
+
+
+def test_in_place_save(daemon: DaemonProcess, tmp_path: Path) -> None:
+    path = daemon.root / "notes/n1.md"
+    with open(path, "w") as handle:
+        handle.write(note("Note 1", "rewritten in place with quokka"))
+    settles_to_fresh(daemon, tmp_path)
+    code, body, _ = daemon.cli("search", "quokka", "-m", "bm25")
+    assert code == 0 and [h["path"] for h in body["hits"]] == ["notes/n1.md"]
+
+
+def test_atomic_save_by_temp_file_and_rename(daemon: DaemonProcess, tmp_path: Path) -> None:
+    tmp = daemon.root / "notes/.n2.md.tmp"
+    tmp.write_text(note("Note 2", "atomically replaced wombat"))
+    os.replace(tmp, daemon.root / "notes/n2.md")
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert "notes/.n2.md.tmp" not in expected and "notes/n2.md" in expected
+
+
+def test_sed_in_place(daemon: DaemonProcess, tmp_path: Path) -> None:
+    subprocess.run(["sed", "-i", "s/ordinary/sedited/", str(daemon.root / "notes/n3.md")], check=True)
+    settles_to_fresh(daemon, tmp_path)
+    _code, body, _ = daemon.cli("search", "sedited", "-m", "bm25")
+    assert [h["path"] for h in body["hits"]] == ["notes/n3.md"]
+
+
+@pytest.mark.parametrize("backup", ["set nobackup nowritebackup", "set backup writebackup backupcopy=no"])
+def test_real_vim_write_with_swap_and_backup_files(daemon: DaemonProcess, tmp_path: Path, backup: str) -> None:
+    if shutil.which("vim") is None:
+        pytest.skip("vim is not installed")
+    path = daemon.root / "notes/n4.md"
+    ids_before = chunk_ids(daemon, "notes/n4.md")
+    subprocess.run(["vim", "-u", "NONE", "-N", "-es", "-c", backup, "-c", "%s/ordinary/vimmed/", "-c", "wq",
+                    str(path)], check=True, timeout=30)
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert sorted(expected) == [f"notes/n{i}.md" for i in range(5)]  # no swap, backup or 4913 file
+    assert "vimmed" in path.read_text()
+    assert chunk_ids(daemon, "notes/n4.md") != ids_before  # re-indexed (chunk ids are never reused)
+
+
+def test_jetbrains_safe_write(daemon: DaemonProcess, tmp_path: Path) -> None:
+    folder = daemon.root / "notes"
+    (folder / "n0.md___jb_tmp___").write_text(note("Note 0", "safe write of a jetbrains numbat"))
+    os.rename(folder / "n0.md", folder / "n0.md___jb_old___")
+    os.rename(folder / "n0.md___jb_tmp___", folder / "n0.md")
+    (folder / "n0.md___jb_old___").unlink()
+    settles_to_fresh(daemon, tmp_path)
+    _, body, _ = daemon.cli("search", "numbat", "-m", "bm25")
+    assert [h["path"] for h in body["hits"]] == ["notes/n0.md"]
+
+
+def test_obsidian_workspace_churn_and_trash_folder(daemon: DaemonProcess, tmp_path: Path) -> None:
+    obsidian = daemon.root / ".obsidian"
+    obsidian.mkdir()
+    (obsidian / "workspace.json").write_text("{}")
+    (obsidian / "snippet.md").write_text("# never indexed\n")
+    with open(daemon.root / "notes/n1.md", "w") as handle:  # Obsidian saves in place
+        handle.write(note("Note 1", "obsidian edit of a platypus"))
+    (daemon.root / ".trash").mkdir()
+    os.rename(daemon.root / "notes/n2.md", daemon.root / ".trash/n2.md")  # Obsidian "delete"
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert "notes/n2.md" not in expected and not any(p.startswith((".obsidian", ".trash")) for p in expected)
+
+
+def test_rename_and_folder_move_keep_chunks_and_reindex_nothing(daemon: DaemonProcess, tmp_path: Path) -> None:
+    ids = chunk_ids(daemon, "notes/n1.md")
+    os.rename(daemon.root / "notes/n1.md", daemon.root / "notes/renamed.md")
+    settles_to_fresh(daemon, tmp_path)
+    assert chunk_ids(daemon, "notes/renamed.md") == ids
+    moved_ids = {p: chunk_ids(daemon, f"notes/{p}") for p in ("n0.md", "n2.md", "renamed.md")}
+    os.rename(daemon.root / "notes", daemon.root / "archive")
+    settles_to_fresh(daemon, tmp_path)
+    assert {p: chunk_ids(daemon, f"archive/{p}") for p in moved_ids} == moved_ids
+
+
+def test_delete_is_applied_but_delete_then_recreate_keeps_the_note(daemon: DaemonProcess, tmp_path: Path) -> None:
+    ids = chunk_ids(daemon, "notes/n3.md")
+    text = (daemon.root / "notes/n3.md").read_text()
+    (daemon.root / "notes/n3.md").unlink()
+    (daemon.root / "notes/n3.md").write_text(text)  # an editor's delete-then-recreate
+    settles_to_fresh(daemon, tmp_path)
+    assert chunk_ids(daemon, "notes/n3.md") == ids  # never dropped, so never re-chunked
+    (daemon.root / "notes/n4.md").unlink()
+    assert "notes/n4.md" not in settles_to_fresh(daemon, tmp_path)
+
+
+def test_moves_from_and_to_unwatched_folders_and_new_folders(daemon: DaemonProcess, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "incoming.md").write_text(note("Incoming", "arrived from outside"))
+    (outside / "single.md").write_text(note("Single", "one file moved in"))
+    os.rename(outside / "deep", daemon.root / "deep")
+    os.rename(outside / "single.md", daemon.root / "notes/single.md")
+    nested = daemon.root / "a/b/c"
+    nested.mkdir(parents=True)
+    (nested / "fresh.md").write_text(note("Fresh", "in a brand new folder"))
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert {"deep/incoming.md", "notes/single.md", "a/b/c/fresh.md"} <= set(expected)
+    os.rename(daemon.root / "deep", outside / "deep-back")
+    os.rename(daemon.root / "notes/n0.md", outside / "n0.md")
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert "deep/incoming.md" not in expected and "notes/n0.md" not in expected
+
+
+def test_temp_swap_conflict_and_ignored_files_are_never_indexed(daemon: DaemonProcess, tmp_path: Path) -> None:
+    junk = ["notes/.n1.md.swp", "notes/.n1.md.swx", "notes/n1.md~", "notes/4913", "notes/n1.sync-conflict-20260101.md",
+            "notes/n1 (conflicted copy 2026-01-01).md", "notes/.hidden.md", "private/secret.md", ".git/notes.md",
+            "notes/sedAbC123"]
+    for rel in junk:
+        (daemon.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (daemon.root / rel).write_text(note("junk", "should never be indexed zebra"))
+    (daemon.root / "notes/real.md").write_text(note("Real", "a real zebra note"))
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert "notes/real.md" in expected
+    assert not set(junk) & set(indexed(daemon.root, daemon.env))
+    _, body, _ = daemon.cli("search", "zebra", "-m", "bm25")
+    assert [h["path"] for h in body["hits"]] == ["notes/real.md"]
+
+
+def test_git_checkout_of_thousands_of_files_is_batched(corpus: Path, daemon_factory, tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git = ["git", "-C", str(corpus), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    subprocess.run([*git, "checkout", "-qb", "big"], check=True)
+    bulk = corpus / "bulk"
+    for i in range(2000):
+        (bulk / f"d{i % 20}").mkdir(parents=True, exist_ok=True)
+        (bulk / f"d{i % 20}" / f"f{i}.md").write_text(note(f"Bulk {i}", f"bulk file {i} about topic {i % 7}"))
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "bulk"], check=True)
+    subprocess.run([*git, "checkout", "-q", "main"], check=True)
+    daemon = daemon_factory(corpus).start()
+    before = daemon.status().writer["batches"]
+    subprocess.run([*git, "checkout", "-q", "big"], check=True)
+    assert len(settles_to_fresh(daemon, tmp_path, timeout_s=120)) == 2005
+    batches = daemon.wait_idle().writer["batches"] - before
+    assert 1 <= batches <= 40, batches  # batched (≤ 500 files a transaction), not one per file
+    subprocess.run([*git, "checkout", "-q", "main"], check=True)
+    assert len(settles_to_fresh(daemon, tmp_path, timeout_s=120)) == 5
+
+
+def test_sigterm_and_sigint_exit_zero_and_clean_up(corpus: Path, daemon_factory) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        daemon = daemon_factory(corpus).start()
+        assert daemon.stop(sig) == 0
+        status = daemon.status()
+        assert not status.running and status.note is None  # no stale record left
+        assert not daemon.settings.daemon_state_path.exists()
+
+
+def test_a_second_daemon_on_the_same_corpus_is_refused(daemon: DaemonProcess, daemon_factory) -> None:
+    second = daemon_factory(daemon.root, daemon_env(DORY_DAEMON_DEBOUNCE_MS="100"))
+    run = subprocess.run([*second.cmd, "--corpus", str(daemon.root), "ops", "watch", "--wait", "0"],
+                         env=second.env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 6
+    assert f"error [daemon_already_running]: a Dory daemon (pid {daemon.proc.pid}) is already watching" in run.stderr
+
+
+def test_reindex_and_status_while_the_daemon_runs(daemon: DaemonProcess, tmp_path: Path) -> None:
+    code, body, err = daemon.cli("reindex", "--full")
+    assert code == 0, err
+    assert body["unchanged"] == 0 and body["changed"] == 5
+    assert any("run by the daemon" in w for w in body["warnings"])
+    code, status, _ = daemon.cli("status")
+    assert code == 0
+    assert status["daemon"]["running"] is True and status["daemon"]["pid"] == daemon.proc.pid
+    assert status["daemon"]["watcher"]["alive"] is True
+    assert (status["files_on_disk"], status["files_indexed"], status["pending_changes"]) == (5, 5, 0)
+
+
+def test_kill_9_leaves_a_stale_record_that_status_reports_and_restart_repairs(
+        daemon: DaemonProcess, daemon_factory, tmp_path: Path) -> None:
+    pid = daemon.proc.pid
+    daemon.kill9()
+    (daemon.root / "notes/while-down.md").write_text(note("Down", "written while the daemon was dead"))
+    _code, status, _ = daemon.cli("status")
+    assert status["daemon"]["running"] is False
+    assert f"a daemon (pid {pid}) stopped without cleaning up" in status["daemon"]["note"]
+    assert status["pending_changes"] == 1
+    daemon.start()
+    assert "notes/while-down.md" in settles_to_fresh(daemon, tmp_path)

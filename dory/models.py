@@ -268,6 +268,7 @@ class JobInfo(_Model):
     enabled: bool
     next_run: str | None
     last_run: JobRun | None
+    recent_runs: list[JobRun] = Field(default_factory=list)  # newest first, a handful
     warnings: list[str] = Field(default_factory=list)
 
 

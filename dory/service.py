@@ -31,7 +31,7 @@ from dory.index.vectors import VectorStore
 from dory.jobs import control
 from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS, get_job, schedule_spec
-from dory.jobs.runner import JobRunner, now_local
+from dory.jobs.runner import JobRunner, job_run, now_local
 from dory.jobs.schedule import parse_schedule
 from dory.jobs.state import daemon_status
 from dory.models import (
@@ -57,6 +57,7 @@ from dory.search.semantic import LiveVectors
 
 # A daemon that has not rewritten its record for this long is reported as possibly stuck.
 STALE_HEARTBEAT_S = 10.0
+RECENT_RUNS = 5
 
 
 class DoryService:
@@ -65,6 +66,8 @@ class DoryService:
         self._vectors: VectorStore | None = None
         # True while this process holds the writer lock: only then may it repair the index.
         self.owns_index = False
+        # Set when the FAISS file was missing, damaged or behind SQLite and was rebuilt in memory.
+        self.vectors_repaired = False
 
     # -- shared resources --------------------------------------------------------------------
     @cached_property
@@ -105,6 +108,7 @@ class DoryService:
                 store, damaged = VectorStore(dims, cfg.vector_index, cfg.ivf_threshold), True
             if usable and (damaged or (self.owns_index and not vector_pass.in_sync(self.store, store))):
                 vector_pass.rebuild_from_cache(self.store, store, fingerprint, repair=self.owns_index)
+                self.vectors_repaired = True
             self._vectors = store
         return self._vectors
 
@@ -208,7 +212,7 @@ class DoryService:
         if ledger is None:
             return daemon, []
         try:
-            runs = [JobRun.model_validate(row) for name in JOBS if (row := ledger.last_run(name))]
+            runs = [job_run(row) for name in JOBS if (row := ledger.last_run(name))]
         finally:
             ledger.close()
         return daemon, runs
@@ -221,12 +225,12 @@ class DoryService:
         try:
             for name, spec in JOBS.items():
                 schedule = parse_schedule(schedule_spec(self.settings, name), name)
-                last = ledger.last_run(name) if ledger else None
+                recent = [job_run(row) for row in ledger.history(name, RECENT_RUNS)] if ledger else []
                 nxt = schedule.next_after(now_local()) if schedule.enabled else None
                 infos.append(JobInfo(
                     name=name, description=spec.description, schedule=schedule.spec, enabled=schedule.enabled,
-                    next_run=nxt.isoformat() if nxt else None, last_run=JobRun.model_validate(last) if last else None,
-                    warnings=list(last["warnings"]) if last else [],
+                    next_run=nxt.isoformat() if nxt else None, last_run=recent[0] if recent else None,
+                    recent_runs=recent, warnings=recent[0].warnings if recent else [],
                 ))
         finally:
             if ledger is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import threading
 from pathlib import Path
 from types import FrameType
@@ -224,11 +225,12 @@ class Daemon:
         }
 
     def _vectors_pending(self) -> int:
-        if not self.settings.db_path.exists():
+        try:
+            if self._reader is None:
+                self._reader = IndexStore(self.settings.db_path, self.settings.index.tokenizer, readonly=True)
+            return vector_pass.pending_count(self._reader)
+        except sqlite3.Error:  # the very first start: the schema is still being created
             return 0
-        if self._reader is None:
-            self._reader = IndexStore(self.settings.db_path, self.settings.index.tokenizer, readonly=True)
-        return vector_pass.pending_count(self._reader)
 
     def _publish_loop(self) -> None:
         path: Path = self.settings.daemon_state_path

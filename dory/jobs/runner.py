@@ -14,6 +14,7 @@ import re
 import threading
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from dory.config import Settings
 from dory.errors import UsageError
@@ -69,10 +70,9 @@ class JobRunner:
             result, error = self._call(spec, period, dry_run=False)
             status = "failed" if error else ("warning" if result.warnings else "ok")
             self.ledger.finish(name, period, status, result.outputs, result.warnings, error)
-        row = self.ledger.run(name, period) or {}
         if error:
             log.error("job %s (%s) failed: %s", name, period, error.splitlines()[0])
-        return JobRun(**{key: row[key] for key in JobRun.model_fields if key in row})
+        return job_run(self.ledger.run(name, period) or {})
 
     def _call(self, spec: JobSpec, period: str, dry_run: bool) -> tuple[JobResult, str | None]:
         ctx = JobContext(self.settings, period, dry_run, self.index)
@@ -109,6 +109,11 @@ class JobRunner:
 
     def run_all_due(self, trigger: str) -> list[JobRun]:
         return [run for name in JOBS for run in self.run_due(name, trigger)]
+
+
+def job_run(row: dict[str, Any]) -> JobRun:
+    """A ledger row as the public model (the ledger also keeps the pid, for crash detection)."""
+    return JobRun(**{key: row[key] for key in JobRun.model_fields if key in row})
 
 
 def validate_period(name: str, period: str) -> None:

@@ -71,6 +71,8 @@ class IndexWriter:
         self._thread.start()
         warnings: list[str] = []
         self.vectors = self.call(lambda: self.service.owned_vectors(warnings))
+        if self.service.vectors_repaired:
+            self._dirty_since = time.monotonic()  # persist the repaired index soon
         return warnings
 
     def stop(self, timeout_s: float = 60.0) -> None:

@@ -83,9 +83,11 @@ def jobs(res: JobsResponse) -> str:
     lines = [f"daemon {'running' if res.daemon_running else 'not running'}"]
     for job in res.jobs:
         last = job.last_run
-        last_text = f"{last.status} for {last.period} at {last.ended or last.started}" if last else "never ran"
+        last_text = f"{last.status} for {last.period} at {last.ended or last.started} ({last.trigger})" if last \
+            else "never ran"
         lines.append(f"{job.name:12} {job.schedule if job.enabled else 'off':16} next {job.next_run or '-'}")
         lines.append(f"{'':12} last: {last_text}")
+        lines += [f"{'':12}       {run.status} for {run.period} ({run.trigger})" for run in job.recent_runs[1:]]
         lines += [f"{'':12} ! {w}" for w in job.warnings]
     return "\n".join(lines)
 

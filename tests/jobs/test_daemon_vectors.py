@@ -1,0 +1,75 @@
+"""Lexical first, vectors in the background: a real daemon with the real MiniLM model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from support.daemon import daemon_env, wait_until
+
+from dory.config import load_settings
+from dory.jobs.daemon import Daemon
+from dory.jobs.embedding import EmbedWorker
+from dory.models import SearchRequest
+from dory.service import DoryService
+
+pytestmark = pytest.mark.model
+
+
+def make_corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes/bread.md").write_text("# Bread\n\nKnead the dough and let it rise overnight.\n")
+    return root
+
+
+def search(settings, query: str, mode: str):
+    reader = DoryService(settings)
+    try:
+        return reader.search(SearchRequest(query=query, mode=mode))
+    finally:
+        reader.close()
+
+
+def test_new_text_is_found_by_keywords_first_and_by_meaning_once_embedded(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path)
+    settings = load_settings(root, {"daemon.debounce_ms": 50, "daemon.faiss_save_s": 0.2}, env={})
+    daemon = Daemon(settings)
+    daemon.start()
+    try:
+        daemon.startup_done.wait(60)
+        wait_until(lambda: daemon.snapshot()["idle"], 60, "the first embedding pass")
+        daemon.embedder.stop()  # hold the background embedder so the backlog can be observed
+        (root / "notes/penguins.md").write_text("# Penguins\n\nEmperor penguins huddle together in Antarctic winter.\n")
+        wait_until(lambda: bool(search(settings, "penguins", "bm25").hits), 10, "keyword search to find the note")
+        hybrid = search(settings, "birds that live in the cold", "hybrid")
+        assert hybrid.vectors_pending >= 1
+        assert "chunks are not embedded yet; their text is found by keywords only" in " ".join(hybrid.warnings)
+        assert daemon.snapshot()["vectors_pending"] >= 1 and not daemon.snapshot()["idle"]
+        daemon.embedder = EmbedWorker(daemon.service, daemon.writer)
+        daemon.writer.on_change = daemon.embedder.wake
+        daemon.embedder.start()
+        daemon.embedder.wake()
+
+        def found_by_meaning() -> bool:
+            hits = search(settings, "birds that live in the cold", "vector").hits
+            return bool(hits) and hits[0].path == "notes/penguins.md"
+
+        wait_until(found_by_meaning, 30, "vector search to find the note")
+        assert daemon.snapshot()["vectors_pending"] == 0
+    finally:
+        daemon.stop()
+
+
+def test_a_rename_moves_vectors_and_embeds_nothing(tmp_path: Path, daemon_factory) -> None:
+    root = make_corpus(tmp_path)
+    daemon = daemon_factory(root, daemon_env(lexical=False)).start()
+    embedded = daemon.status().embedder["embedded"]
+    os.rename(root / "notes/bread.md", root / "notes/sourdough.md")
+    wait_until(lambda: daemon.status().writer["files_changed"] >= 2, 20, "the rename")  # startup + rename
+    status = daemon.wait_idle()
+    assert status.embedder["embedded"] == embedded
+    code, body, _ = daemon.cli("search", "letting dough rise", "-m", "vector", "-k", "1")
+    assert code == 0 and body["hits"][0]["path"] == "notes/sourdough.md"
+    assert daemon.stop() == 0

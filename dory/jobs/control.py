@@ -104,6 +104,8 @@ def call(settings: Settings, op: str, args: dict[str, Any] | None = None, timeou
         raise DaemonNotRunning("no Dory daemon is running for this corpus (start it with `dory ops watch`)") from exc
     except TimeoutError as exc:
         raise DaemonNotRunning(f"the Dory daemon did not answer {op!r} within {timeout_s} s") from exc
+    except OSError as exc:  # reset or broken pipe: the daemon is stopping or was killed
+        raise DaemonNotRunning(f"the Dory daemon dropped the connection ({exc.strerror or exc})") from exc
     finally:
         sock.close()
     if not line:

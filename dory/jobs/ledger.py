@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dory.index import db
-from dory.index.store import now_iso
 
 MAX_ATTEMPTS = 3
 KEEP_ROWS_PER_JOB = 500
@@ -58,6 +57,11 @@ def _locked(method: F) -> F:
             return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def now_iso() -> str:
+    """Microseconds, so runs started within one second still sort in order."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def pid_alive(pid: int) -> bool:

@@ -24,6 +24,7 @@ from dory.jobs.schedule import Schedule, local_zone, parse_schedule
 from dory.models import JobRun
 
 log = logging.getLogger("dory.jobs")
+MIN_LOOK_BACK = dt.timedelta(hours=1)
 PERIOD_KEY = re.compile(r"^[0-9A-Za-z:\-]{1,40}$")
 
 
@@ -49,8 +50,8 @@ class JobRunner:
         now = self.clock()
         if not schedule.enabled:
             return spec.period_of(now, True)
-        fires = schedule.fire_times(now - dt.timedelta(days=self.settings.daemon.catch_up_days + 8), now)
-        return spec.period_of(fires[-1] if fires else now, schedule.has_seconds)
+        latest = schedule.latest_at_or_before(now, self.settings.daemon.catch_up_days + 8)
+        return spec.period_of(latest or now, schedule.has_seconds)
 
     # -- by hand -----------------------------------------------------------------------------
     def run(self, name: str, period: str | None = None, trigger: str = "manual", force: bool = False,
@@ -94,7 +95,8 @@ class JobRunner:
             return []
         spec = get_job(name)
         now = self.clock()
-        oldest = now - dt.timedelta(days=self.settings.daemon.catch_up_days)
+        # The scheduler wakes a little after each fire time, so even "no catch-up" looks back a bit.
+        oldest = now - max(dt.timedelta(days=self.settings.daemon.catch_up_days), MIN_LOOK_BACK)
         since = self.ledger.checked_through(name)
         if since is None:
             # First look at this job: nothing is "missed" before Dory knew about it.

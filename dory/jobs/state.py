@@ -37,7 +37,7 @@ def _age_s(stamp: str | None, now: dt.datetime) -> float | None:
         return None
     try:
         return round((now - dt.datetime.fromisoformat(stamp)).total_seconds(), 1)
-    except ValueError:
+    except (TypeError, ValueError):  # a hand-edited or foreign file
         return None
 
 

@@ -64,6 +64,7 @@ class DoryService:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._vectors: VectorStore | None = None
+        self._loaded_stamp: tuple[int, int] | None = None
         # True while this process holds the writer lock: only then may it repair the index.
         self.owns_index = False
         # Set when the FAISS file was missing, damaged or behind SQLite and was rebuilt in memory.
@@ -93,9 +94,13 @@ class DoryService:
 
     def vectors(self) -> VectorStore:
         """The FAISS store. The index's owner checks it against SQLite's record and rebuilds it from
-        the cache when they differ; a reader takes the last saved file as it is (a running daemon
-        saves it within seconds of a change), so reading never writes."""
+        the cache when they differ. A reader takes the last saved file as it is (a running daemon
+        saves it within a second or so of a change) and reloads it when the file is replaced; a
+        missing or damaged file is rebuilt in memory from the cache. Reading never writes."""
+        if self._vectors is not None and not self.owns_index and self._faiss_stamp() != self._loaded_stamp:
+            self._vectors = None
         if self._vectors is None:
+            self._loaded_stamp = self._faiss_stamp()
             dims = self._require_embedder().dims
             cfg = self.settings.index
             path = self.settings.faiss_path
@@ -111,6 +116,13 @@ class DoryService:
                 self.vectors_repaired = True
             self._vectors = store
         return self._vectors
+
+    def _faiss_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.settings.faiss_path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_ino
 
     def close(self) -> None:
         if "store" in self.__dict__:

@@ -134,7 +134,8 @@ def finish(store: IndexStore, vectors: VectorStore, fingerprint: str, faiss_path
 def _pending(store: IndexStore, limit: int) -> list[tuple[int, str, str]]:
     rows = store.conn.execute(
         "SELECT c.id, c.content_hash, c.text, c.heading_path, f.title, f.frontmatter, f.path "
-        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.has_vector = 0 LIMIT ?", (limit,),
+        # Newest first: what was just written is what people search for next.
+        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.has_vector = 0 ORDER BY c.id DESC LIMIT ?", (limit,),
     ).fetchall()
     out = []
     for row in rows:

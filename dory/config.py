@@ -75,9 +75,9 @@ class DaemonSettings(_Section):
     debounce_ms: int = Field(300, ge=10, le=60_000)
     max_delay_ms: int = Field(2_000, ge=10, le=600_000)
     # Chunks embedded per background batch (smaller batches keep the writer responsive).
-    embed_batch: int = Field(32, ge=1, le=1024)
-    # FAISS is saved this long after it changed (later for a big index: at most 10% of the time),
-    # which is how soon other processes' hybrid searches see new vectors.
+    embed_batch: int = Field(16, ge=1, le=1024)
+    # FAISS is saved as soon as it changes, at most once per this interval (longer for a big index:
+    # saving takes at most 10% of the time); this is how soon other processes see new vectors.
     faiss_save_s: float = Field(1.0, ge=0.1)
     # Wall-clock check of every job's schedule: catches runs missed while the machine slept.
     heartbeat_s: float = Field(30.0, ge=0.5)

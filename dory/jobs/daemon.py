@@ -90,7 +90,11 @@ class Daemon:
         self.embedder.start()
         self._start_scheduler()
         self._state_thread.start()
-        log.info("watching %s (pid %d)", self.settings.corpus, os.getpid())
+        corpus = self.settings.corpus
+        log.info("watching %s (pid %d); the index is in %s", corpus, os.getpid(), self.settings.state_dir)
+        log.info("edit or add any .md note there (e.g. %s), then in another terminal: "
+                 "dory --corpus %s search \"words from your note\"  (Ctrl-C stops the daemon)",
+                 corpus / "knowledge" / "welcome-to-dory.md", corpus)
 
     def _take_lock(self) -> None:
         def waiting(holder: str) -> None:

@@ -63,6 +63,7 @@ class IndexWriter:
         self._batch_files = service.settings.index.batch_files
         self._save_every = service.settings.daemon.faiss_save_s
         self._save_cost = 0.0
+        self._last_save = 0.0  # monotonic time of the last FAISS save: saves are rate-limited, not delayed
 
     # -- life --------------------------------------------------------------------------------
     def start(self) -> list[str]:
@@ -179,7 +180,7 @@ class IndexWriter:
         wait = self.changes.seconds_until_due()
         timeout = 1.0 if wait is None else min(wait, 1.0)
         if self._dirty_since is not None:
-            timeout = min(timeout, max(0.0, self._dirty_since + self._save_interval() - time.monotonic()))
+            timeout = min(timeout, max(0.0, self._last_save + self._save_interval() - time.monotonic()))
         return max(timeout, 0.001)
 
     def _run_queued_tasks(self) -> None:
@@ -214,7 +215,7 @@ class IndexWriter:
     def _save_faiss(self, force: bool) -> None:
         if self.vectors is None or self._dirty_since is None:
             return
-        if not force and time.monotonic() - self._dirty_since < self._save_interval():
+        if not force and time.monotonic() - self._last_save < self._save_interval():
             return
         started = time.monotonic()
         try:
@@ -224,7 +225,8 @@ class IndexWriter:
             self._error(f"saving the vector index failed: {exc}")
             return
         self._dirty_since = None
-        self._save_cost = time.monotonic() - started
+        self._last_save = time.monotonic()
+        self._save_cost = self._last_save - started
         self.stats.faiss_saved_at = now_iso()
 
     def _save_interval(self) -> float:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -42,6 +43,10 @@ PATTERNS = ("in-place", "atomic-rename", "sed-i", "jetbrains", "vim")
 TOPICS = ("sailing to a volcanic island", "baking rye bread", "repairing a bicycle chain", "pruning apple trees",
           "tuning a violin", "brewing green tea", "mapping a cave system", "training a sheepdog",
           "restoring an oak table", "observing Jupiter's moons", "knitting a wool scarf", "fermenting cabbage")
+VOCABULARY = ("harbour", "lantern", "meadow", "copper", "violet", "thunder", "walnut", "glacier", "pepper",
+              "canyon", "orchard", "falcon", "marble", "saffron", "timber", "lagoon", "ember", "quartz",
+              "juniper", "prairie", "cobalt", "thistle", "beacon", "mosaic", "harvest", "cinder", "tundra",
+              "willow", "granite", "nectar", "pebble", "compass", "velvet", "summit", "ribbon", "dune")
 NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
@@ -63,10 +68,12 @@ def build_corpus(files: int) -> Path:
 
 
 def note_text(n: int) -> tuple[str, str, str]:
-    """(content, unique token, the sentence a vector search should match) for save number n."""
+    """(content, unique token, the sentence a vector search should match) for save number n. Each
+    save's text differs in most words, so no two saves are near-duplicates of each other."""
     token = f"zqfresh{n:05d}"
-    sentence = (f"Field notes number {NUMBER_WORDS[n % 12]} on {TOPICS[n % len(TOPICS)]}, "
-                f"written in week {n // 12 + 1}")
+    rng = random.Random(n)
+    sentence = (f"Field notes on {TOPICS[n % len(TOPICS)]} with {rng.choice(NUMBER_WORDS)} friends: "
+                + " ".join(rng.sample(VOCABULARY, 12)))
     return f"# Fresh note {n}\n\n{sentence}. Marker {token}.\n", token, sentence
 
 
@@ -188,7 +195,7 @@ def one_save(n: int, folder: Path, reader: Any, args: argparse.Namespace) -> dic
 
     def hybrid() -> bool:
         res = reader.search(SearchRequest(query=sentence, mode="hybrid", k=10, debug=True))
-        return any(h.path == rel and h.explain and h.explain.vector_rank is not None
+        return any(h.path == rel and h.explain is not None and h.explain.vector_rank is not None
                    and token in h.snippet for h in res.hits)
 
     lexical_s = seconds_until(lexical, t0, 30, 0.01)

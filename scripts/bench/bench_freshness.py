@@ -5,7 +5,8 @@
 The corpus is 10,000 real notes from mdcorpus (the obsidian-hub vault, then tldr pages), copied
 under the bench folder. A daemon process is started on it (its start-up reconcile indexes the
 corpus; with vectors it then embeds a backlog of tens of thousands of chunks, newest first, which
-is the worst case: the first hour after installing). Then notes are saved, cycling through the
+is the worst case: the first hour after installing; `--settle` waits for that backlog first and
+measures the steady state). Then notes are saved, cycling through the
 editor patterns the daemon must handle: in-place write, temp file + rename, `sed -i`, JetBrains
 safe-write and real vim. After each save this process polls its own reader service:
 
@@ -132,6 +133,13 @@ def wait_daemon_ready(reader: Any, proc: subprocess.Popen[bytes], files: int) ->
         time.sleep(0.5)
 
 
+def wait_backlog_done(reader: Any) -> None:
+    from dory.jobs.state import daemon_status
+
+    while not (status := daemon_status(reader.settings)).idle or status.vectors_pending:
+        time.sleep(1.0)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = build_corpus(args.files)
     state = bench_dir() / f"freshness-state-{'vec' if args.vectors else 'lex'}"
@@ -149,6 +157,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     proc = start_daemon(corpus, state, args.vectors)
     wait_daemon_ready(reader, proc, args.files)
     startup_s = time.perf_counter() - started
+    if args.settle:
+        log("waiting until the embedding backlog is done (--settle) …")
+        wait_backlog_done(reader)
     log(f"daemon indexed the corpus in {startup_s:.1f} s; saving {args.saves} notes")
     load = MachineLoad()
     rows: list[dict[str, Any]] = []
@@ -211,6 +222,7 @@ def summarize(rows: list[dict[str, Any]], baseline_s: list[float], baseline_cli_
                    for p in PATTERNS}
     return {
         "files": args.files, "saves": len(rows), "vectors": args.vectors, "daemon_startup_s": startup_s,
+        "backlog": "settled" if args.settle else "still embedding the corpus",
         "lexical": percentiles(lexical), "lexical_missed": sum(r["lexical_s"] is None for r in rows),
         "hybrid": percentiles(hybrid) if args.vectors else None,
         "hybrid_missed": sum(r["hybrid_s"] is None for r in rows) if args.vectors else None,
@@ -222,7 +234,7 @@ def summarize(rows: list[dict[str, Any]], baseline_s: list[float], baseline_cli_
 
 def report(result: dict[str, Any]) -> str:
     lines = [f"freshness on {result['files']:,} files, {result['saves']} saves "
-             f"(daemon start-up reconcile {result['daemon_startup_s']:.1f} s)"]
+             f"(daemon start-up reconcile {result['daemon_startup_s']:.1f} s; vectors: {result['backlog']})"]
     rows = [["save -> lexical hit", *_p(result["lexical"]), result["lexical_missed"]]]
     if result["hybrid"]:
         rows.append(["save -> hybrid hit via vector", *_p(result["hybrid"]), result["hybrid_missed"]])
@@ -253,6 +265,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--saves", type=int, default=120)
     parser.add_argument("--no-vectors", dest="vectors", action="store_false")
+    parser.add_argument("--settle", action="store_true",
+                        help="wait for the corpus's embedding backlog before saving (steady state, not first hour)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args)

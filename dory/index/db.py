@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from dory.errors import BackendUnavailable
+from dory.errors import BackendUnavailable, IndexLocked
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -133,7 +133,11 @@ def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
             "upgrade Dory or delete the .dory folder and run `dory reindex --full`"
         )
     for number in range(version, SCHEMA_VERSION):
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise IndexLocked(f"the index database stayed locked by another process for "
+                              f"{BUSY_TIMEOUT_MS // 1000} s ({exc}); try again") from exc
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] == number:
                 for statement in MIGRATIONS[number](tokenizer).split(";\n"):

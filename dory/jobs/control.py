@@ -64,6 +64,8 @@ class _RequestHandler(socketserver.StreamRequestHandler):
 
 class ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    # The default backlog of 5 makes a sixth simultaneous client's connect() fail with EAGAIN.
+    request_queue_size = 128
 
     def __init__(self, path: Path, handlers: dict[str, Handler]) -> None:
         self.path = path

@@ -34,8 +34,9 @@ class IndexedFile:
     sha256: str
 
 
-def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_iso(timespec: str = "seconds") -> str:
+    """UTC now as ISO 8601 with a Z, to the second (or e.g. timespec="microseconds")."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 def title_context(title: str, frontmatter: dict[str, Any], path: str) -> str | None:

@@ -1,9 +1,9 @@
 """`dory ops watch`: the one long-running process per corpus that owns the index.
 
 Start-up order matters: take the writer lock; load (and if a crash left it behind, repair) the
-vector store; arm the watcher *before* the start-up reconcile, so nothing changed meanwhile is
-missed; then the embedder, the scheduler (which first catches up on missed periods) and the
-control socket. Stopping runs the other way round, and the writer finishes what it has queued.
+vector store; open the job ledger and the control socket; arm the watcher *before* the start-up
+reconcile, so nothing changed meanwhile is missed; then the embedder and the scheduler (which
+first catches up on missed periods). On stop the writer finishes what it has queued.
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ class Daemon:
         self.watcher = CorpusWatcher(settings.corpus, IgnoreRules(settings.index.ignore), self.changes,
                                      self.writer.request_reconcile)
         self.started_at: str | None = None
-        self.heartbeat_at: str | None = None
         self.startup_done = threading.Event()
         self._stop = threading.Event()
         self._lock: WriterLock | None = None
@@ -176,25 +175,13 @@ class Daemon:
             self._runner.run_all_due("catch-up")
 
     def _heartbeat(self) -> None:
-        self.heartbeat_at = now_iso()
         self.watcher.check()
         if self._runner is not None and self.startup_done.is_set():
             self._runner.run_all_due("heartbeat")
 
-    def next_runs(self) -> dict[str, str | None]:
-        if self._scheduler is None:
-            return {}
-        out = {}
-        for job in self._scheduler.get_jobs():
-            when = getattr(job, "next_run_time", None)
-            out[job.id] = when.isoformat() if when else None
-        return out
-
     # -- control requests --------------------------------------------------------------------
     def _handlers(self) -> dict[str, control.Handler]:
         return {
-            "ping": lambda args: {"pid": os.getpid()},
-            "status": lambda args: self.snapshot(),
             "reindex": self._reindex,
             "run_job": self._run_job,
         }
@@ -225,7 +212,6 @@ class Daemon:
             "pending_paths": pending_paths, "vectors_pending": vectors_pending,
             "watcher": self.watcher.health.as_dict(), "writer": self.writer.stats.as_dict(),
             "embedder": self.embedder.stats.as_dict(), "last_error": errors[0] if errors else None,
-            "next_runs": self.next_runs(),
         }
 
     def _vectors_pending(self) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dory.index import db
+from dory.index.store import now_iso
 
 MAX_ATTEMPTS = 3
 KEEP_ROWS_PER_JOB = 500
@@ -59,9 +60,9 @@ def _locked(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def now_iso() -> str:
+def _now() -> str:
     """Microseconds, so runs started within one second still sort in order."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return now_iso("microseconds")
 
 
 def pid_alive(pid: int) -> bool:
@@ -115,7 +116,7 @@ class JobLedger:
             "ON CONFLICT(job, period) DO UPDATE SET status = 'running', trigger = excluded.trigger, "
             "started = excluded.started, ended = NULL, attempts = excluded.attempts, outputs = '{}', "
             "warnings = '[]', error = NULL, pid = excluded.pid",
-            (job, period, trigger, now_iso(), attempts, os.getpid()),
+            (job, period, trigger, _now(), attempts, os.getpid()),
         )
 
     @_locked
@@ -123,7 +124,7 @@ class JobLedger:
                error: str | None = None) -> None:
         self.conn.execute(
             "UPDATE runs SET status = ?, ended = ?, outputs = ?, warnings = ?, error = ? WHERE job = ? AND period = ?",
-            (status, now_iso(), json.dumps(outputs, ensure_ascii=False, default=str),
+            (status, _now(), json.dumps(outputs, ensure_ascii=False, default=str),
              json.dumps(warnings, ensure_ascii=False), error, job, period),
         )
         self.conn.execute(
@@ -139,7 +140,7 @@ class JobLedger:
         for job, period in dead:
             self.conn.execute(
                 "UPDATE runs SET status = 'interrupted', ended = ?, error = ? WHERE job = ? AND period = ?",
-                (now_iso(), "the process running this job died", job, period))
+                (_now(), "the process running this job died", job, period))
         return len(dead)
 
     # -- reading -----------------------------------------------------------------------------

@@ -59,7 +59,7 @@ class IndexWriter:
         self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="dory-writer", daemon=True)
-        self._dirty_since: float | None = None  # FAISS changed in memory since this moment
+        self._faiss_dirty = False  # FAISS changed in memory since it was last saved
         self._batch_files = service.settings.index.batch_files
         self._save_every = service.settings.daemon.faiss_save_s
         self._save_cost = 0.0
@@ -73,7 +73,7 @@ class IndexWriter:
         warnings: list[str] = []
         self.vectors = self.call(lambda: self.service.owned_vectors(warnings))
         if self.service.vectors_repaired:
-            self._dirty_since = time.monotonic()  # persist the repaired index soon
+            self._faiss_dirty = True  # persist the repaired index soon
         return warnings
 
     def stop(self, timeout_s: float = 60.0) -> None:
@@ -122,8 +122,7 @@ class IndexWriter:
         if self.vectors is None:
             return 0
         added = vector_pass.store_batch(self.service.store, self.vectors, fingerprint, batch)
-        if added:
-            self._dirty_since = self._dirty_since or time.monotonic()
+        self._faiss_dirty = self._faiss_dirty or added > 0
         return added
 
     def _apply(self, paths: list[str]) -> None:
@@ -150,7 +149,7 @@ class IndexWriter:
             self._error(warning)
         if changed:
             if self.vectors is not None and (report.changed or report.deleted):
-                self._dirty_since = self._dirty_since or time.monotonic()
+                self._faiss_dirty = True
             self.on_change()
 
     def _error(self, message: str) -> None:
@@ -179,7 +178,7 @@ class IndexWriter:
     def _wait_s(self) -> float:
         wait = self.changes.seconds_until_due()
         timeout = 1.0 if wait is None else min(wait, 1.0)
-        if self._dirty_since is not None:
+        if self._faiss_dirty:
             timeout = min(timeout, max(0.0, self._last_save + self._save_interval() - time.monotonic()))
         return max(timeout, 0.001)
 
@@ -213,7 +212,7 @@ class IndexWriter:
         self._save_faiss(force=True)
 
     def _save_faiss(self, force: bool) -> None:
-        if self.vectors is None or self._dirty_since is None:
+        if self.vectors is None or not self._faiss_dirty:
             return
         if not force and time.monotonic() - self._last_save < self._save_interval():
             return
@@ -224,7 +223,7 @@ class IndexWriter:
         except Exception as exc:  # disk full, permissions: keep serving, say so, retry later
             self._error(f"saving the vector index failed: {exc}")
             return
-        self._dirty_since = None
+        self._faiss_dirty = False
         self._last_save = time.monotonic()
         self._save_cost = self._last_save - started
         self.stats.faiss_saved_at = now_iso()

@@ -24,26 +24,23 @@ def make_corpus(tmp_path: Path) -> Path:
     return root
 
 
-def search(settings, query: str, mode: str):
-    reader = DoryService(settings)
-    try:
-        return reader.search(SearchRequest(query=query, mode=mode))
-    finally:
-        reader.close()
-
-
 def test_new_text_is_found_by_keywords_first_and_by_meaning_once_embedded(tmp_path: Path) -> None:
     root = make_corpus(tmp_path)
     settings = load_settings(root, {"daemon.debounce_ms": 50, "daemon.faiss_save_s": 0.2}, env={})
     daemon = Daemon(settings)
     daemon.start()
+    reader = DoryService(settings)  # another reader of the index; it reloads FAISS when the daemon saves it
+
+    def search(query: str, mode: str):
+        return reader.search(SearchRequest(query=query, mode=mode))
+
     try:
         daemon.startup_done.wait(60)
         wait_until(lambda: daemon.snapshot()["idle"], 60, "the first embedding pass")
         daemon.embedder.stop()  # hold the background embedder so the backlog can be observed
         (root / "notes/penguins.md").write_text("# Penguins\n\nEmperor penguins huddle together in Antarctic winter.\n")
-        wait_until(lambda: bool(search(settings, "penguins", "bm25").hits), 10, "keyword search to find the note")
-        hybrid = search(settings, "birds that live in the cold", "hybrid")
+        wait_until(lambda: bool(search("penguins", "bm25").hits), 10, "keyword search to find the note")
+        hybrid = search("birds that live in the cold", "hybrid")
         assert hybrid.vectors_pending >= 1
         assert "chunks are not embedded yet; their text is found by keywords only" in " ".join(hybrid.warnings)
         assert daemon.snapshot()["vectors_pending"] >= 1 and not daemon.snapshot()["idle"]
@@ -53,12 +50,13 @@ def test_new_text_is_found_by_keywords_first_and_by_meaning_once_embedded(tmp_pa
         daemon.embedder.wake()
 
         def found_by_meaning() -> bool:
-            hits = search(settings, "birds that live in the cold", "vector").hits
+            hits = search("birds that live in the cold", "vector").hits
             return bool(hits) and hits[0].path == "notes/penguins.md"
 
         wait_until(found_by_meaning, 30, "vector search to find the note")
         assert daemon.snapshot()["vectors_pending"] == 0
     finally:
+        reader.close()
         daemon.stop()
 
 

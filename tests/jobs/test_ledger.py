@@ -145,10 +145,10 @@ def test_checked_through_roundtrip(ledger: JobLedger) -> None:
 
 @pytest.fixture
 def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """now_iso has one-second resolution; give every call its own second so ordering is deterministic."""
+    """Give every ledger timestamp its own second so ordering is deterministic."""
     ticks = itertools.count()
     base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    monkeypatch.setattr(ledger_mod, "now_iso",
+    monkeypatch.setattr(ledger_mod, "_now",
                         lambda: (base + dt.timedelta(seconds=next(ticks))).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 

@@ -81,6 +81,93 @@ class UnreadableFile(ValidationError):
     code = "unreadable_file"
 
 
+class WriteConflict(DoryError):
+    """The file is not in the state the caller expected (it exists, or its hash moved on).
+    `details.current_hash` says what is there now, so the caller can re-read and retry."""
+
+    code = "conflict"
+    http_status = 409
+    exit_code = 7
+
+
+class AlreadyExists(WriteConflict):
+    code = "already_exists"
+
+
+class StaleProposal(WriteConflict):
+    """A proposal's target or subject changed since it was created; re-create it."""
+
+    code = "stale_proposal"
+
+
+class PathNotWritable(PathNotAllowed):
+    """Readable, but Dory never writes there (derived state, the generated wiki, evidence)."""
+
+    code = "path_not_writable"
+
+
+class BrokenFrontmatter(ValidationError):
+    """The target file's frontmatter cannot be parsed; Dory never rewrites such a file."""
+
+    code = "broken_frontmatter"
+
+
+class InvalidFrontmatter(ValidationError):
+    """The frontmatter given for a write breaks the vocabulary (unknown type, bad date, ...)."""
+
+    code = "invalid_frontmatter"
+
+
+class UnsafeContent(ValidationError):
+    """Content failed a safety check; subclasses name which one. `soft` writes quarantine it."""
+
+    code = "unsafe_content"
+
+
+class ContentTooLarge(UnsafeContent):
+    code = "content_too_large"
+    http_status = 413
+
+
+class InvisibleCharacters(UnsafeContent):
+    code = "invisible_characters"
+
+
+class BidiControl(UnsafeContent):
+    code = "bidi_control"
+
+
+class TagCharacters(UnsafeContent):
+    code = "tag_characters"
+
+
+class ControlCharacters(UnsafeContent):
+    code = "control_characters"
+
+
+class PromptInjection(UnsafeContent):
+    code = "prompt_injection"
+
+
+class CanonicalWriteRefused(ValidationError):
+    """A live semantic write would change a canonical page without `allow_canonical`."""
+
+    code = "canonical_target"
+    http_status = 403
+
+
+class UnresolvedSubject(NotFound):
+    """No entity matches the subject; `details.candidates` lists the nearest ones."""
+
+    code = "unresolved_subject"
+
+
+class AmbiguousSubject(ValidationError):
+    """Several entities match the subject equally; `details.candidates` lists them."""
+
+    code = "ambiguous_subject"
+
+
 class BackendUnavailable(DoryError):
     """A dependency Dory needs is missing or broken (model, vector index, embedding endpoint)."""
 

@@ -101,7 +101,60 @@ CREATE INDEX chunks_hash ON chunks(content_hash);
 """
 
 
-MIGRATIONS = (_schema_v1, _chunk_ids_never_reused)
+def _links_and_claims(tokenizer: str) -> str:
+    """v3: the link graph and the claim store, both derived from notes by the indexer. Rows hang
+    off their file row, so re-indexing or deleting a note replaces or removes them. Clearing the
+    chunker mark makes the next reindex re-read every note, filling the new tables."""
+    return """
+CREATE TABLE links (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    target_key TEXT NOT NULL,
+    heading TEXT,
+    label TEXT,
+    line INTEGER NOT NULL
+);
+CREATE INDEX links_file ON links(file_id);
+CREATE INDEX links_key ON links(target_key);
+CREATE TABLE link_names (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL
+);
+CREATE INDEX link_names_file ON link_names(file_id);
+CREATE INDEX link_names_name ON link_names(name);
+CREATE TABLE claim_events (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    claim_id TEXT NOT NULL,
+    entity TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    event TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    reason TEXT,
+    agent TEXT,
+    at TEXT NOT NULL,
+    ends TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX claim_events_file ON claim_events(file_id);
+CREATE INDEX claim_events_entity ON claim_events(entity);
+CREATE TABLE claims (
+    claim_id TEXT PRIMARY KEY,
+    entity TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    status TEXT NOT NULL,
+    valid_from TEXT NOT NULL,
+    valid_to TEXT,
+    ended_by TEXT,
+    evidence TEXT NOT NULL
+);
+CREATE INDEX claims_entity ON claims(entity, status);
+DELETE FROM meta WHERE key = 'chunker'
+"""
+
+
+MIGRATIONS = (_schema_v1, _chunk_ids_never_reused, _links_and_claims)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -145,6 +145,7 @@ class Indexer:
                 removed: list[int] = []
                 for action, item in work[start:start + batch]:
                     removed += self._apply(action, item, docs, scan, report)
+                self.store.derived.finish()
                 if start + batch >= len(work):
                     self._finish(plan, scan)
             if vectors is not None and removed:

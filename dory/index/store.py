@@ -20,6 +20,7 @@ from dory.corpus.document import Document, frontmatter_list
 from dory.corpus.scan import Skip
 from dory.errors import ConfigError
 from dory.index import db
+from dory.index.derived import Derived
 
 _TOKENIZER_OK = re.compile(r"^[A-Za-z0-9_ ]+$")
 DATE_KEYS = ("date", "updated", "created")
@@ -89,6 +90,7 @@ class IndexStore:
             if trigram:
                 self.conn.execute(db.TRIGRAM_TABLE)
         self.has_trigram = self._table_exists("chunks_tri")
+        self.derived = Derived(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -162,7 +164,7 @@ class IndexStore:
             "tags, aliases, doc_date, frontmatter, frontmatter_error, line_count, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values,
         )
-        file_id = cursor.lastrowid
+        file_id = int(cursor.lastrowid or 0)
         context_title = title_context(doc.title, fm, doc.path)
         aliases = " ".join(frontmatter_list(fm.get("aliases")) + frontmatter_list(fm.get("tags")))
         for chunk in chunks:
@@ -175,6 +177,7 @@ class IndexStore:
             self._insert_fts(chunk_id, doc.title, aliases, " ".join(chunk.heading_path), path_words(doc.path),
                              chunk.text)
         self.conn.execute("DELETE FROM skipped WHERE path = ?", (doc.path,))
+        self.derived.file_written(file_id, doc)
         return removed
 
     def _insert_fts(self, chunk_id: int | None, title: str, aliases: str, headings: str, path: str,
@@ -187,8 +190,11 @@ class IndexStore:
             self.conn.execute("INSERT INTO chunks_tri(rowid, body) VALUES (?, ?)", (chunk_id, body))
 
     def delete_file(self, path: str) -> list[int]:
-        ids = [row[0] for row in self.conn.execute(
-            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?", (path,))]
+        row = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return []
+        self.derived.file_deleted(row[0], path)
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE file_id = ?", (row[0],))]
         self._delete_fts(ids)
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
         return ids
@@ -215,6 +221,7 @@ class IndexStore:
             (path_words(new), title, row["id"]),
         )
         self.conn.execute("DELETE FROM skipped WHERE path = ?", (new,))
+        self.derived.file_renamed(old, new)
 
     def record_skip(self, skip: Skip) -> None:
         self.conn.execute(

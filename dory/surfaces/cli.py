@@ -2,7 +2,8 @@
 
 Every command accepts `--json` and then prints exactly one JSON document on stdout (errors
 included, as {"error": {...}}). Exit codes: 0 ok, 2 usage, 3 not found, 4 validation,
-5 backend unavailable, 6 index locked, 1 anything else.
+5 backend unavailable, 6 index locked, 7 conflict (the file changed: re-read and retry),
+1 anything else.
 """
 
 from __future__ import annotations

@@ -40,6 +40,11 @@ class IndexSettings(_Section):
     batch_files: int = Field(500, ge=1)
 
 
+class WriteSettings(_Section):
+    # Content of one write (exact or semantic); larger notes are written in an editor.
+    max_bytes: int = Field(262_144, ge=1, le=2_000_000)
+
+
 class EmbedderSection(_Section):
     backend: Literal["minilm", "openai", "sentence-transformers", "none"] = "minilm"
     runtime: Literal["auto", "numpy", "torch"] = "auto"
@@ -117,6 +122,7 @@ class Settings(_Section):
     search: SearchSettings = Field(default_factory=SearchSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
 
     @property
     def db_path(self) -> Path:
@@ -129,6 +135,10 @@ class Settings(_Section):
     @property
     def lock_path(self) -> Path:
         return self.state_dir / "writer.lock"
+
+    @property
+    def journal_path(self) -> Path:
+        return self.state_dir / "journal"
 
     @property
     def ledger_path(self) -> Path:
@@ -144,6 +154,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "embedder": EmbedderSection,
     "search": SearchSettings,
     "daemon": DaemonSettings,
+    "write": WriteSettings,
     "jobs": JobsSettings,
 }
 

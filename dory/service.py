@@ -13,12 +13,23 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from dory.config import Settings
 from dory.corpus.document import ReadProblem, read_document
-from dory.corpus.paths import IgnoreRules, resolve_note
+from dory.corpus.journal import Journal
+from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_note
 from dory.corpus.scan import ScanResult
 from dory.corpus.template import copy_template
-from dory.errors import BackendUnavailable, DaemonNotRunning, DoryError, ModelUnavailable, NotFound, UnreadableFile
+from dory.errors import (
+    BackendUnavailable,
+    DaemonNotRunning,
+    DoryError,
+    ModelUnavailable,
+    NotFound,
+    UnreadableFile,
+    UsageError,
+)
 from dory.index import vector_pass
 from dory.index.embedders import EmbedderSettings, NamedCounter, default_token_counter, load_embedder
 from dory.index.embedders.base import Embedder, fingerprint_key
@@ -34,6 +45,10 @@ from dory.jobs.registry import JOBS, get_job, schedule_spec
 from dory.jobs.runner import JobRunner, job_run, now_local
 from dory.jobs.schedule import parse_schedule
 from dory.jobs.state import daemon_status
+from dory.memory import graph
+from dory.memory.exact import ExactWriter
+from dory.memory.proposals import ProposalStore
+from dory.memory.semantic import SemanticWriter
 from dory.models import (
     DaemonStatus,
     EvalRequest,
@@ -44,17 +59,35 @@ from dory.models import (
     JobRun,
     JobRunRequest,
     JobsResponse,
+    LinkLintRequest,
+    LinkLintResponse,
+    LinkRequest,
+    LinkResponse,
+    MemoryWriteRequest,
+    MemoryWriteResponse,
+    Proposal,
+    ProposalCreateRequest,
+    ProposalCreateResponse,
+    ProposalDecision,
+    ProposalListResponse,
+    ProposalStatus,
     ReindexRequest,
     ReindexResponse,
     SearchRequest,
     SearchResponse,
     SkippedFile,
     StatusResponse,
+    WriteRequest,
+    WriteResponse,
 )
 from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
 from dory.search.semantic import LiveVectors
 
+# How long a write waits for a running reindex (without a daemon) to release the index.
+WRITE_LOCK_WAIT_S = 60.0
+# What a semantic write re-reads first, so a page or an artifact saved a moment ago counts.
+MEMORY_ROOTS = ["people", "projects", "concepts", "decisions", "core", "sources/semantic"]
 # A daemon that has not rewritten its record for this long is reported as possibly stuck.
 STALE_HEARTBEAT_S = 10.0
 RECENT_RUNS = 5
@@ -266,6 +299,117 @@ class DoryService:
     def evaluate(self, req: EvalRequest) -> EvalResponse:
         self._require_index()
         return run_eval(req, self.search)
+
+    # -- writes ------------------------------------------------------------------------------
+    def write(self, req: WriteRequest) -> WriteResponse:
+        """An exact write. A dry run only reads; a live one runs where the index is owned."""
+        if req.dry_run:
+            return self.exact_writer().plan(req).response
+        return WriteResponse.model_validate(self._as_writer("write", req))
+
+    def exact_writer(self) -> ExactWriter:
+        return ExactWriter(self.settings, self.journal())
+
+    def journal(self) -> Journal:
+        return Journal(self.settings.corpus, self.settings.journal_path)
+
+    def _as_writer(self, op: str, req: BaseModel) -> dict[str, Any]:
+        """Run a write operation as the index's one writer: in the daemon when it runs (over its
+        socket), else here under the writer lock."""
+        with suppress(DaemonNotRunning):
+            return control.call(self.settings, "write", {"op": op, "request": req.model_dump(mode="json")}, None)
+        with WriterLock(self.settings.lock_path, WRITE_LOCK_WAIT_S), self.owning():
+            self.recover_journal()
+            warnings: list[str] = []
+            vectors = self.owned_vectors(warnings)
+            response = self.run_write(op, req.model_dump(mode="json"))
+            if vectors is not None:
+                vector_pass.finish(self.store, vectors, self.fingerprint(), self.settings.faiss_path)
+            return response
+
+    def run_write(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One write operation by the index's owner (the daemon's writer thread, or a locked CLI)."""
+        if op == "write":
+            plan = self.exact_writer().write(WriteRequest.model_validate(request))
+            self.index_paths(plan.response.files)
+            plan.response.indexed = True
+            return plan.response.model_dump(mode="json")
+        if op == "memory_write":
+            return self._memory_write_owned(MemoryWriteRequest.model_validate(request)).model_dump(mode="json")
+        if op == "proposal_apply":
+            return self._apply_proposal_owned(ProposalDecision.model_validate(request)).model_dump(mode="json")
+        raise UsageError(f"unknown write operation {op!r}")
+
+    # -- semantic writes and proposals -------------------------------------------------------
+    def memory_write(self, req: MemoryWriteRequest) -> MemoryWriteResponse:
+        if req.dry_run:
+            self._require_index()
+            return self.semantic_writer().plan(req).response
+        return MemoryWriteResponse.model_validate(self._as_writer("memory_write", req))
+
+    def semantic_writer(self) -> SemanticWriter:
+        return SemanticWriter(self.settings, self.store.conn, self.journal())
+
+    def _memory_write_owned(self, req: MemoryWriteRequest) -> MemoryWriteResponse:
+        self.index_paths(MEMORY_ROOTS)
+        response = self.semantic_writer().write(req).response
+        if response.files:
+            self.index_paths(response.files)
+            response.indexed = True
+        return response
+
+    def proposals(self) -> ProposalStore:
+        return ProposalStore(self.settings.corpus)
+
+    def proposal_create(self, req: ProposalCreateRequest) -> ProposalCreateResponse:
+        self._require_index()
+        return self.proposals().create(req, lambda write: self.semantic_writer().plan(write).response)
+
+    def proposal_list(self, status: ProposalStatus | None = None) -> ProposalListResponse:
+        return self.proposals().list(status)
+
+    def proposal_show(self, proposal_id: str) -> Proposal:
+        return self.proposals().show(proposal_id)
+
+    def proposal_reject(self, req: ProposalDecision) -> Proposal:
+        return self.proposals().reject(req.id, req.reason)
+
+    def proposal_apply(self, req: ProposalDecision) -> Proposal:
+        return Proposal.model_validate(self._as_writer("proposal_apply", req))
+
+    def _apply_proposal_owned(self, req: ProposalDecision) -> Proposal:
+        store = self.proposals()
+        proposal = store.show(req.id)
+        self.index_paths(MEMORY_ROOTS)
+        store.check_fresh(proposal, lambda write: self.semantic_writer().plan(write).response)
+        live = proposal.write.model_copy(update={"dry_run": False, "allow_canonical": True})
+        return store.mark_applied(proposal, self._memory_write_owned(live))
+
+    def index_paths(self, paths: list[str]) -> ReindexResponse:
+        """Bring just these notes into the index now (the owner's FAISS store follows removals)."""
+        return self.apply_changes(paths=paths, vectors=self._vectors if self.owns_index else None)
+
+    def recover_journal(self) -> list[str]:
+        """Complete or roll back multi-file writes a crash interrupted, then index what they touched."""
+        journal = self.journal()
+        if not journal.pending():
+            return []
+        report = journal.recover()
+        self.apply_changes(vectors=self._vectors if self.owns_index else None)
+        return report
+
+    # -- link graph --------------------------------------------------------------------------
+    def links(self, req: LinkRequest) -> LinkResponse:
+        """Neighbors of a note in the link graph (direction "in" gives its backlinks)."""
+        self._require_index()
+        rel = normalize_rel(req.path)
+        if self.store.conn.execute("SELECT 1 FROM files WHERE path = ?", (rel,)).fetchone() is None:
+            raise NotFound(f"{rel} is not an indexed note", path=rel)
+        return graph.neighbors(self.store.conn, rel, req)
+
+    def link_lint(self, req: LinkLintRequest) -> LinkLintResponse:
+        self._require_index()
+        return graph.lint(self.store.conn, req)
 
     # -- indexing ----------------------------------------------------------------------------
     def indexer(self, store: IndexStore) -> Indexer:

@@ -11,6 +11,9 @@ from dory.errors import NotFound, PathNotAllowed, PathOutsideCorpus, ValidationE
 
 # Folders never walked, wherever they appear.
 IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules", "__pycache__", ".venv"})
+# Corpus folders never indexed nor served to agents: quarantined writes wait there for a person.
+QUARANTINE_DIR = "inbox/quarantine"
+UNSERVED_DIRS = frozenset({QUARANTINE_DIR})
 # Editor and sync-tool droppings (vim, JetBrains, sed -i, Syncthing, Dropbox, Office locks).
 TEMP_PATTERNS = (
     "*~",
@@ -39,7 +42,7 @@ class IgnoreRules:
         self.globs = tuple(globs)
 
     def skips_dir(self, name: str, rel: str) -> bool:
-        return name in IGNORED_DIRS or name.startswith(".") or self._user_match(rel + "/")
+        return name in IGNORED_DIRS or name.startswith(".") or rel in UNSERVED_DIRS or self._user_match(rel + "/")
 
     def skips_file(self, name: str, rel: str) -> bool:
         if name.startswith(".") or is_temp_name(name):

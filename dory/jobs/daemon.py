@@ -77,6 +77,8 @@ class Daemon:
         self.service.owns_index = True
         for warning in self.writer.start():
             log.warning("vectors: %s", warning)
+        for line in self.writer.call(self.service.recover_journal):
+            log.warning("journal: %s", line)
         self._ledger = JobLedger(self.settings.ledger_path)
         interrupted = self._ledger.mark_interrupted()
         if interrupted:
@@ -184,6 +186,7 @@ class Daemon:
         return {
             "reindex": self._reindex,
             "run_job": self._run_job,
+            "write": self._write,
         }
 
     def _reindex(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -191,6 +194,13 @@ class Daemon:
         report = self.writer.call(lambda: self.writer.reconcile_now(req.full))
         report.warnings.append("run by the daemon: vectors are embedded in the background (see `dory status`)")
         return report.model_dump()
+
+    def _write(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A write by another process, made on the writer thread like every index change."""
+        op, request = str(args.get("op")), args.get("request") or {}
+        response = self.writer.call(lambda: self.service.run_write(op, request))
+        self.writer.changed_outside()
+        return response
 
     def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
         req = JobRunRequest.model_validate(args)

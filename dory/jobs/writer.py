@@ -125,6 +125,11 @@ class IndexWriter:
         self._faiss_dirty = self._faiss_dirty or added > 0
         return added
 
+    def changed_outside(self) -> None:
+        """A write operation changed the index on this thread: save FAISS soon, wake the embedder."""
+        self._faiss_dirty = self._faiss_dirty or self.vectors is not None
+        self.on_change()
+
     def _apply(self, paths: list[str]) -> None:
         self.busy = True
         try:

@@ -8,72 +8,17 @@ included, as {"error": {...}}). Exit codes: 0 ok, 2 usage, 3 not found, 4 valida
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
-import pydantic
 
 from dory.config import load_settings
-from dory.errors import DoryError, JobFailed, UsageError
+from dory.errors import DoryError, JobFailed
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
-from dory.service import DoryService
-from dory.surfaces import render
+from dory.surfaces import memory_cli, render
+from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
-
-F = TypeVar("F", bound=Callable[..., Any])
-# What a command returns: the JSON payload, and a function rendering it for people.
-Result = tuple[dict[str, Any], Callable[[], str]]
-
-
-def _emit_error(exc: DoryError, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps({"error": exc.to_dict()}, ensure_ascii=False))
-    else:
-        click.echo(f"error [{exc.code}]: {exc.message}", err=True)
-
-
-def command(fn: F) -> F:
-    """Adds --json and turns Dory errors into the right message and exit code."""
-
-    @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-    @wraps(fn)
-    def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> None:
-        try:
-            result = fn(*args, **kwargs)
-        except pydantic.ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
-            err = UsageError(problems)
-            _emit_error(err, as_json)
-            sys.exit(err.exit_code)
-        except DoryError as exc:
-            _emit_error(exc, as_json)
-            sys.exit(exc.exit_code)
-        if result is None:
-            return
-        payload, human = result
-        if as_json:
-            click.echo(json.dumps(payload, ensure_ascii=False, indent=None))
-        else:
-            click.echo(human())
-
-    return wrapper  # type: ignore[return-value]
-
-
-@contextmanager
-def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
-    root = ctx.find_root().params
-    settings = load_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
-    svc = DoryService(settings)
-    try:
-        yield svc
-    finally:
-        svc.close()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -214,7 +159,7 @@ def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file:
         setup_logging(settings.daemon.log_level, settings.daemon.log_file)
         code = Daemon(settings, lock_wait_s=wait_s).run_until_signalled()
     except DoryError as exc:
-        _emit_error(exc, as_json=False)
+        emit_error(exc, as_json=False)
         sys.exit(exc.exit_code)
     sys.exit(code)
 
@@ -270,6 +215,10 @@ def models_status() -> Result:
 
     status_ = model_status()
     return status_, lambda: render.model(status_)
+
+
+for _command in memory_cli.COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -10,9 +10,15 @@ from dory.models import (
     GetResponse,
     JobRun,
     JobsResponse,
+    LinkLintResponse,
+    LinkResponse,
+    MemoryWriteResponse,
+    Proposal,
+    ProposalListResponse,
     ReindexResponse,
     SearchResponse,
     StatusResponse,
+    WriteResponse,
 )
 
 
@@ -139,4 +145,74 @@ def init_summary(payload: dict[str, Any]) -> str:
     lines.append(model(payload["model"]))
     lines.append(f"next: dory --corpus {payload['corpus']} reindex && "
                  f"dory --corpus {payload['corpus']} search \"what is dory\"")
+    return "\n".join(lines)
+
+
+def write(res: WriteResponse) -> str:
+    verb = f"would be {res.action}" if res.dry_run else res.action
+    lines = [f"{res.path}: {verb}  {res.hash}  ({res.bytes} bytes)"]
+    if res.previous_hash:
+        lines.append(f"  was {res.previous_hash}")
+    if res.tombstone:
+        lines.append(f"  tombstone {res.tombstone}")
+    if res.reason:
+        lines.append(f"  reason: {res.reason}")
+    lines += [f"! {w}" for w in res.warnings]
+    if res.preview is not None:
+        lines += ["", res.preview.rstrip("\n")]
+    return "\n".join(lines)
+
+
+def memory_write(res: MemoryWriteResponse) -> str:
+    verb = f"would be {res.action}" if res.dry_run else res.action
+    if res.action == "quarantined":
+        return f"{res.subject}: {verb} → {res.quarantine}\n  reason: {res.reason}"
+    entity = res.entity
+    lines = [f"{res.subject}: {verb} → {res.target_path}  ({entity.id if entity else '?'}, matched by "
+             f"{res.matched_by})"]
+    if res.claim_id:
+        lines.append(f"  claim {res.claim_id}  evidence {res.evidence_path}")
+    if res.ended_claims:
+        lines.append(f"  ends {', '.join(res.ended_claims)}")
+    if res.page_hash:
+        lines.append(f"  page {res.page_hash}")
+    lines += [f"! {w}" for w in res.warnings]
+    if res.preview is not None:
+        lines += ["", res.preview.rstrip("\n")]
+    return "\n".join(lines)
+
+
+def proposal(p: Proposal, state: str, detail: bool = False) -> str:
+    w = p.write
+    lines = [f"{p.id}  [{state}]  {w.action} {w.kind} about {w.subject!r} → {p.plan.target_path}",
+             f"  {w.content}"]
+    risks = [name for name, on in p.risk.items() if on]
+    if risks:
+        lines.append(f"  risk: {', '.join(risks)}")
+    if p.result is not None:
+        lines.append(f"  applied: {p.result.action}, evidence {p.result.evidence_path}")
+    if p.rejected_reason:
+        lines.append(f"  rejected: {p.rejected_reason}")
+    if detail and p.plan.preview:
+        lines += ["", p.plan.preview.rstrip("\n")]
+    return "\n".join(lines)
+
+
+def proposal_list(res: ProposalListResponse) -> str:
+    counts = ", ".join(f"{n} {s}" for s, n in res.counts.items())
+    lines = [proposal(p, p.status) for p in res.proposals]
+    return "\n".join([*lines, counts])
+
+
+def links(res: LinkResponse) -> str:
+    lines = [f"{e.source}:{e.line} → {e.target}  ({e.kind}{'' if e.resolved else ', broken'})" for e in res.edges]
+    more = f" (truncated; {res.total} in all)" if res.truncated else ""
+    return "\n".join([*lines, f"{res.count} edges{more}"])
+
+
+def link_lint(res: LinkLintResponse) -> str:
+    lines = [f"{b.source}:{b.line}  [[{b.target}]]  {b.reason}" for b in res.broken]
+    lines += [f"orphan  {path}" for path in res.orphans]
+    lines.append(f"{res.files} notes, {res.edges} edges, {res.broken_total} broken links, "
+                 f"{res.orphans_total} orphans" + (" (lists truncated)" if res.truncated else ""))
     return "\n".join(lines)

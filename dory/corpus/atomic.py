@@ -1,0 +1,156 @@
+"""Durable file writes: a reader (or a crash) sees the old file or the new one, never half of one.
+
+Each write goes to a hidden temporary file in the target's folder, is fsynced, then renamed or
+hard-linked into place, and the folder is fsynced so the new name survives a power cut. Temporary
+names start with a dot and end in `.tmp`, so the watcher and the indexer ignore them.
+
+`swap_if_unchanged` is the compare-and-swap behind `replace`: a person's editor may save the same
+file at any moment, and whatever it saved must never be overwritten unseen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+from pathlib import Path
+
+from dory.errors import AlreadyExists, WriteConflict
+
+
+def sha256_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def file_hash(path: Path) -> str | None:
+    try:
+        return sha256_of(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(folder: Path) -> None:
+    """Create missing folders, making each new name durable in its parent."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        new.mkdir(exist_ok=True)
+        fsync_dir(new.parent)
+
+
+def _temp_beside(path: Path, tag: str) -> Path:
+    return path.parent / f".{path.name}.dory-{tag}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
+def _write_temp(path: Path, data: bytes) -> Path:
+    tmp = _temp_beside(path, "new")
+    with open(tmp, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return tmp
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Create or overwrite `path` in one step."""
+    make_dirs(path.parent)
+    tmp = _write_temp(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def create_exclusive(path: Path, data: bytes) -> None:
+    """Create `path` in one step, failing with AlreadyExists if anything is there (even a file
+    that appeared a microsecond ago): the complete file is hard-linked into place."""
+    make_dirs(path.parent)
+    tmp = _write_temp(path, data)
+    try:
+        _link_into_place(tmp, path, data)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def _link_into_place(tmp: Path, path: Path, data: bytes) -> None:
+    try:
+        os.link(tmp, path)
+    except FileExistsError as exc:
+        raise AlreadyExists(f"{path.name} already exists", current_hash=file_hash(path)) from exc
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        # No hard links here (some network and FUSE file systems): O_EXCL still refuses to
+        # clobber, though a crash mid-write could leave a short file.
+        try:
+            with open(path, "xb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except FileExistsError as exists:
+            raise AlreadyExists(f"{path.name} already exists", current_hash=file_hash(path)) from exists
+
+
+def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
+    """Replace `path` with `data` only if it still hashes to `expected_hash`.
+
+    The current file is first renamed aside, so an editor saving from here on creates a new file
+    instead of being overwritten; the check runs on the file set aside; the new content is then
+    linked in only if nothing appeared at the path meanwhile, and the set-aside file is checked
+    once more for an editor that wrote into it in place. Any disagreement is a WriteConflict
+    carrying the hash now on disk, and the person's version is what stays.
+    """
+    new = _write_temp(path, data)
+    aside = _temp_beside(path, "old")
+    try:
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError as exc:
+            raise WriteConflict(f"{path.name} was deleted meanwhile", current_hash=None) from exc
+        _check_aside(path, aside, expected_hash)
+        try:
+            _link_into_place(new, path, data)
+        except AlreadyExists as exc:
+            raise WriteConflict(f"{path.name} was saved by someone else meanwhile",
+                                current_hash=file_hash(path)) from exc
+        if file_hash(aside) != expected_hash:  # written in place while we swapped: theirs wins
+            os.replace(aside, path)
+            raise WriteConflict(f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path))
+        aside.unlink()
+        fsync_dir(path.parent)
+    finally:
+        new.unlink(missing_ok=True)
+        _restore(path, aside)
+
+
+def _check_aside(path: Path, aside: Path, expected_hash: str) -> None:
+    current = file_hash(aside)
+    if current != expected_hash:
+        _restore(path, aside)
+        raise WriteConflict(f"{path.name} changed: expected {expected_hash}, found {current}",
+                            current_hash=file_hash(path) or current, expected_hash=expected_hash)
+
+
+def _restore(path: Path, aside: Path) -> None:
+    """Put the set-aside file back unless something newer took its place (then it is obsolete)."""
+    if not aside.exists():
+        return
+    with contextlib.suppress(FileExistsError):
+        os.link(aside, path)
+    aside.unlink(missing_ok=True)
+    fsync_dir(path.parent)

@@ -214,6 +214,10 @@ class DoryService:
             if model["problem"]:
                 warnings.append(model["problem"])
         daemon, jobs = self._daemon_and_jobs(warnings)
+        interrupted = self.journal().pending()
+        if interrupted:
+            warnings.append(f"{interrupted} multi-file writes were interrupted; the next write, `dory reindex` "
+                            "or daemon start completes or rolls them back")
         if pending and not daemon.running:
             warnings.append(f"{pending} files changed on disk since the last reindex "
                             "(no daemon is watching; run `dory reindex` or `dory ops watch`)")
@@ -446,7 +450,7 @@ class DoryService:
         with suppress(DaemonNotRunning):  # the daemon owns the index: it does the work
             return ReindexResponse.model_validate(control.call(self.settings, "reindex", req.model_dump(), None))
         with WriterLock(self.settings.lock_path, req.wait_s, on_wait), self.owning():
-            warnings: list[str] = []
+            warnings = [f"journal: {line}" for line in self.recover_journal()]
             vectors = self._vectors_for_write(req, warnings)
             response = self.apply_changes(req.full, None, progress, vectors)
             if vectors is not None:

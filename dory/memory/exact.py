@@ -21,7 +21,7 @@ from typing import Any
 
 from dory.config import Settings
 from dory.corpus.atomic import sha256_of
-from dory.corpus.document import Document, ReadProblem, parse_document, read_document
+from dory.corpus.document import Document, ReadProblem, parse_document
 from dory.corpus.journal import FileChange, Journal
 from dory.corpus.paths import QUARANTINE_DIR, IgnoreRules
 from dory.errors import (
@@ -102,13 +102,13 @@ class ExactWriter:
     def _replace(self, rel: str, req: WriteRequest) -> WritePlan:
         if not req.expected_hash:
             raise UsageError("replace needs expected_hash: the hash of the version you read (see `dory get`)")
-        if not (self.root / rel).exists():
-            raise NotFound(f"no such file in the corpus: {rel}", path=rel)
-        doc = self._editable(rel)
-        if doc.sha256 != req.expected_hash:
-            raise WriteConflict(f"{rel} changed since it was read: expected {req.expected_hash}, "
-                                f"found {doc.sha256}", path=rel, current_hash=doc.sha256,
+        data = self._bytes(rel)
+        # The hash decides first: a file caught half-saved by an editor is a conflict, not an error.
+        if sha256_of(data) != req.expected_hash:
+            raise WriteConflict(f"{rel} changed since it was read: expected {req.expected_hash}, found "
+                                f"{sha256_of(data)}", path=rel, current_hash=sha256_of(data),
                                 expected_hash=req.expected_hash)
+        doc = self._editable(rel, data)
         given_fm, body = _given(rel, req)
         data = self._with_frontmatter(doc, given_fm, {"updated": frontmatter.today()}, body)
         return self._single(rel, "replaced", doc.sha256, data, req)
@@ -144,15 +144,26 @@ class ExactWriter:
                                extra, req.dry_run)
 
     # -- helpers -----------------------------------------------------------------------------
-    def _read(self, rel: str) -> Document:
+    def _bytes(self, rel: str) -> bytes:
+        """The file's bytes, read once: its hash and its parse must describe the same version."""
+        path = self.root / rel
         try:
-            return read_document(self.root, rel, self.settings.index.max_file_bytes)
+            if path.stat().st_size > self.settings.index.max_file_bytes:
+                raise UnreadableFile(f"{rel} is over the {self.settings.index.max_file_bytes}-byte cap; edit it "
+                                     "in an editor", path=rel, reason="too_large")
+            return path.read_bytes()
+        except FileNotFoundError as exc:
+            raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
+
+    def _read(self, rel: str, data: bytes | None = None) -> Document:
+        try:
+            return parse_document(rel, self._bytes(rel) if data is None else data)
         except ReadProblem as problem:
             raise UnreadableFile(f"{rel}: {problem.detail}; fix or replace it in an editor", path=rel,
                                  reason=problem.reason) from problem
 
-    def _editable(self, rel: str) -> Document:
-        doc = self._read(rel)
+    def _editable(self, rel: str, data: bytes | None = None) -> Document:
+        doc = self._read(rel, data)
         if doc.frontmatter_error:
             raise BrokenFrontmatter(f"{rel} has broken frontmatter ({doc.frontmatter_error}); Dory does not "
                                     "rewrite it: fix it in an editor first", path=rel, current_hash=doc.sha256)

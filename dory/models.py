@@ -436,6 +436,7 @@ class Proposal(_Model):
     result: MemoryWriteResponse | None = None
     rejected_at: str | None = None
     rejected_reason: str | None = None
+    stale_at: str | None = Field(None, description="when an apply found it stale (it may then be created again)")
 
 
 class ProposalCreateResponse(_Model):
@@ -446,6 +447,7 @@ class ProposalCreateResponse(_Model):
 class ProposalListResponse(_Model):
     proposals: list[Proposal]
     counts: dict[str, int]
+    warnings: list[str] = Field(default_factory=list, description="proposal files that could not be read")
 
 
 class ProposalDecision(_Model):

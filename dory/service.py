@@ -336,7 +336,7 @@ class DoryService:
         if op == "write":
             plan = self.exact_writer().write(WriteRequest.model_validate(request))
             self.index_paths(plan.response.files)
-            plan.response.indexed = True
+            plan.response.indexed = plan.response.action != "quarantined"  # quarantine is never indexed
             return plan.response.model_dump(mode="json")
         if op == "memory_write":
             return self._memory_write_owned(MemoryWriteRequest.model_validate(request)).model_dump(mode="json")
@@ -359,7 +359,7 @@ class DoryService:
         response = self.semantic_writer().write(req).response
         if response.files:
             self.index_paths(response.files)
-            response.indexed = True
+            response.indexed = response.action != "quarantined"
         return response
 
     def proposals(self) -> ProposalStore:

@@ -110,6 +110,7 @@ class ExactWriter:
                                 expected_hash=req.expected_hash)
         doc = self._editable(rel, data)
         given_fm, body = _given(rel, req)
+        body = "\n" + body.strip("\n") if doc.body_start else body
         data = self._with_frontmatter(doc, given_fm, {"updated": frontmatter.today()}, body)
         return self._single(rel, "replaced", doc.sha256, data, req)
 
@@ -177,7 +178,8 @@ class ExactWriter:
             merged = frontmatter.merge(doc.frontmatter, given) | updates
             return frontmatter.render(frontmatter.normalise(merged, doc.path, doc.title), body)
         if doc.body_start == 0 and not force_block:
-            return (body.rstrip("\n") + "\n").encode("utf-8")
+            nl = newline_of(doc)
+            return (body.rstrip("\r\n") + nl).encode("utf-8")
         if doc.body_start == 0:
             fm = frontmatter.normalise({"title": doc.title} | updates, doc.path, doc.title)
             return frontmatter.render(fm, body)
@@ -223,9 +225,15 @@ def tombstone(doc: Document, rel: str, reason: str, agent: str | None) -> bytes:
     return frontmatter.render(fm, f"# Tombstone for {doc.title}\n\n{reason}")
 
 
+def newline_of(doc: Document) -> str:
+    """The note's own line ending: a CRLF note stays CRLF when Dory edits it."""
+    return "\r\n" if "\r\n" in doc.text else "\n"
+
+
 def set_fields(doc: Document, updates: dict[str, Any], body: str) -> bytes:
     """The note with `updates` made to its frontmatter block line by line (every other line, comment
-    and key order as it was) followed by `body`."""
+    and key order as it was) followed by `body` as given (in the note's line endings)."""
+    nl = newline_of(doc)
     block = doc.lines[1:doc.body_start - 1]
     for key, value in updates.items():
         line = frontmatter.render({key: value}, "").decode().split("\n")[1]
@@ -237,8 +245,9 @@ def set_fields(doc: Document, updates: dict[str, Any], body: str) -> bytes:
         while end < len(block) and (block[end][:1] in (" ", "\t", "-") or not block[end].strip()):
             end += 1
         block[start:end] = [line]
-    text = "---\n" + "".join(f"{line}\n" for line in block) + "---\n"
-    text += f"\n{body.strip(chr(10))}\n" if body.strip() else ""
+    text = f"---{nl}" + "".join(f"{line}{nl}" for line in block) + f"---{nl}"
+    body = body.replace("\r\n", "\n").rstrip("\n")
+    text += body.replace("\n", nl) + nl if body.strip() else ""
     return text.encode("utf-8")
 
 
@@ -256,7 +265,8 @@ def _given(rel: str, req: WriteRequest) -> tuple[dict[str, Any], str]:
 
 
 def _body(doc: Document) -> str:
-    return "\n".join(doc.lines[doc.body_start:])
+    """The note after its frontmatter, blank lines and line endings as they are."""
+    return newline_of(doc).join(doc.lines[doc.body_start:])
 
 
 def _heading(body: str) -> str | None:
@@ -267,9 +277,18 @@ def _heading(body: str) -> str | None:
 
 
 def _scanned_text(req: WriteRequest) -> str:
-    """Everything of the request that ends up in a note: the content and the frontmatter values."""
-    values = [] if not req.frontmatter else [str(value) for value in req.frontmatter.values()]
-    return "\n".join([req.content, *values]) if values else req.content
+    """Everything of the request that ends up in a note: content, frontmatter keys and values at
+    any depth, the reason and the agent's name."""
+    parts = [req.content, *_strings(req.frontmatter or {}), req.reason or "", req.agent or ""]
+    return "\n".join(part for part in parts if part)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in (str(key), *_strings(item))]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    return [] if value is None else [str(value)]
 
 
 def _fenced(content: str) -> str:

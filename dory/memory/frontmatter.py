@@ -128,9 +128,14 @@ def _canonical_default(kind: str, path: str) -> bool:
 
 
 def _date(value: Any, field: str) -> str:
+    """A date, or the date of a full ISO timestamp; anything else (even with a date in front) is refused."""
     text = str(value).strip()
     try:
-        return dt.date.fromisoformat(text[:10]).isoformat()
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        pass
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date().isoformat()
     except ValueError as exc:
         raise InvalidFrontmatter(f"{field} must be a date (YYYY-MM-DD), not {text!r}", field=field) from exc
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from dory.corpus.document import Document, frontmatter_list, parse_document
+from dory.errors import NotFound
 from dory.index import db
 from dory.memory import links
 from dory.memory.entities import Registry, normalise_name
@@ -230,14 +231,15 @@ class Names:
         return f'no note named "{target}"'
 
 
-_NAMES: list[tuple[sqlite3.Connection, tuple[int, int], Names]] = []
+_NAMES: list[tuple[sqlite3.Connection, tuple[int, int], Names]] = []  # one entry: (connection, stamp, tables)
 
 
 def names(conn: sqlite3.Connection) -> Names:
     """The name tables, rebuilt when this connection wrote or another one committed since."""
     stamp = (conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0])
-    if _NAMES and _NAMES[0][0] is conn and _NAMES[0][1] == stamp:
-        return _NAMES[0][2]
+    cached = _NAMES[0] if _NAMES else None  # read once: another thread may replace it
+    if cached is not None and cached[0] is conn and cached[1] == stamp:
+        return cached[2]
     table = _load_names(conn)
     _NAMES[:] = [(conn, stamp, table)]
     return table
@@ -245,7 +247,8 @@ def names(conn: sqlite3.Connection) -> Names:
 
 def _load_names(conn: sqlite3.Connection) -> Names:
     table = Names()
-    for file_id, path in conn.execute("SELECT id, path FROM files"):
+    # In path order, so of `A.md` and `a.md` (one key) the alphabetically first wins.
+    for file_id, path in conn.execute("SELECT id, path FROM files ORDER BY path"):
         key = links.link_key(path)
         table.path_of[file_id], table.id_of[path], table.key_of[path] = path, file_id, key
         table.by_key.setdefault(key, path)
@@ -258,9 +261,6 @@ def _load_names(conn: sqlite3.Connection) -> Names:
     for group in (table.by_stem, table.by_alias):
         for paths in group.values():
             paths.sort(key=lambda p: (len(p), p))
-    if len(table.by_key) < len(table.id_of):  # `A.md` and `a.md`: the alphabetically first wins
-        for path in sorted(table.id_of, reverse=True):
-            table.by_key[table.key_of[path]] = path
     return table
 
 
@@ -338,6 +338,8 @@ def neighbors(conn: sqlite3.Connection, rel_path: str, req: LinkRequest) -> Link
     an excluded prefix are dropped (and not followed); one edge per (source, target, kind), at its
     first line; nearer edges first."""
     table = names(conn)
+    if rel_path not in table.id_of:
+        raise NotFound(f"{rel_path} is not an indexed note", path=rel_path)
     edges: dict[tuple[str, str, str], _Edge] = {}
     seen, frontier = {rel_path}, [rel_path]
     for _ in range(req.depth):

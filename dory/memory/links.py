@@ -20,7 +20,7 @@ import json
 import posixpath
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -47,14 +47,17 @@ _TICKS = re.compile(r"`+")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 _MARKDOWN = re.compile(
-    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"  # [label], one level of nested brackets
+    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\]){0,500})\]"  # [label], one level of nested brackets (bounded:
+    # a long line of brackets must not cost quadratic time)
     r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)"  # (<href>) or (href) with balanced parens
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional "title"
 )
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://\S+|\bwww\.\S+")
-# Prose folded the way normalise_name folds names: lowercase ASCII letters and digits, all else a space.
+# Prose folded the way normalise_name folds names: lowercase ASCII letters and digits, all else a space
+# (line breaks stay). _FOLD grows by each non-ASCII character met, folded once (see _fold_char).
 _ASCII_FOLD = {code: " " for code in range(128) if not chr(code).isalnum() and chr(code) != "\n"}
+_FOLD: dict[int, str] = {**_ASCII_FOLD, **{ord(c): c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,14 +253,28 @@ class MentionMatcher:
         self.pattern = re.compile(r"\b(?:" + _trie_regex(names) + r")\b") if names else None
 
     def find(self, masked: list[str], own_path: str | None = None) -> list[Mention]:
-        """Mentions in lines masked by `code_masked`; links and URLs are not prose, the note's own
-        entity is never its own mention."""
+        """Mentions in lines masked by `code_masked`; words inside a link or a URL are not prose, and
+        a note's own entity is never its mention."""
         if self.pattern is None:
             return []
-        lines = _URL.sub(_blank, _MARKDOWN.sub(_blank, _WIKI.sub(_blank, "\n".join(masked)))).split("\n")
-        folded = "\n".join(line.lower().translate(_ASCII_FOLD) if line.isascii() else _fold(line)[0]
-                           for line in lines)
         found: list[Mention] = []
+        not_prose: dict[int, list[tuple[int, int]]] = {}  # per line with a match: link and URL spans
+        for number, start, end, name in self._matches(masked):
+            line = masked[number - 1]
+            if not line.isascii():
+                where = _fold(line)[1]
+                start, end = where[start], where[end - 1] + 1
+            spans = not_prose.setdefault(number, _links_and_urls(line))
+            path = self.names[name]
+            if path != own_path and not any(s < end and start < e for s, e in spans):
+                found.append(Mention(path, name, line[start:end], number))
+        return found
+
+    def _matches(self, masked: list[str]) -> Iterator[tuple[int, int, int, str]]:
+        """(line number, start, end, name) of each match, offsets in the folded line: one pass of the
+        pattern over the whole note, folded by one `str.translate`."""
+        assert self.pattern is not None
+        folded = _fold_text("\n".join(masked))
         number, line_start, pos = 1, 0, 0
         for match in self.pattern.finditer(folded):
             newlines = folded.count("\n", pos, match.start())
@@ -265,12 +282,13 @@ class MentionMatcher:
                 number += newlines
                 line_start = folded.rindex("\n", 0, match.start()) + 1
             pos = match.start()
-            name = " ".join(match.group().split())
-            path = self.names[name]
-            if path != own_path:
-                text = _as_written(lines[number - 1], match.start() - line_start, match.end() - line_start)
-                found.append(Mention(path, name, text, number))
-        return found
+            yield number, match.start() - line_start, match.end() - line_start, " ".join(match.group().split())
+
+
+def _links_and_urls(line: str) -> list[tuple[int, int]]:
+    if "[" not in line and "://" not in line and "www." not in line:
+        return []
+    return [m.span() for pattern in (_WIKI, _MARKDOWN, _URL) for m in pattern.finditer(line)]
 
 
 def extract_mentions(lines: list[str], body_start: int, matcher: MentionMatcher,
@@ -300,10 +318,19 @@ def _node_regex(node: dict[str, dict]) -> str:
     return "(?:" + "|".join(branches) + ")?"
 
 
+def _fold_text(text: str) -> str:
+    """`text` folded with the same length per character as `_fold` gives, but in one C-level pass."""
+    if not text.isascii():
+        for char in set(text):
+            if ord(char) > 127 and ord(char) not in _FOLD:
+                _FOLD[ord(char)] = _fold_char(char)
+    return text.translate(_FOLD)
+
+
 def _fold(line: str) -> tuple[str, list[int]]:
-    """A non-ASCII line folded character by character (NFKD, accents and other non-ASCII letters
-    dropped as normalise_name drops them; punctuation becomes a space), with each folded
-    character's index in the line."""
+    """A line folded character by character (NFKD, accents and other non-ASCII letters dropped as
+    normalise_name drops them; punctuation becomes a space), with each folded character's index in
+    the line: maps a match in a folded non-ASCII line back to the words as written."""
     chars: list[str] = []
     where: list[int] = []
     for index, char in enumerate(line):
@@ -321,10 +348,3 @@ def _fold_char(char: str) -> str:
     if not folded and unicodedata.category(char)[0] not in "LMN":
         return " "  # a curly apostrophe or a dash separates words; it is not a letter to drop
     return folded.translate(_ASCII_FOLD)
-
-
-def _as_written(line: str, start: int, end: int) -> str:
-    if line.isascii():
-        return line[start:end]
-    where = _fold(line)[1]
-    return line[where[start]:where[end - 1] + 1]

@@ -56,10 +56,12 @@ class ProposalStore:
             return ProposalCreateResponse(proposal=existing, created=False)
         dry = plan(write)
         now = dt.datetime.now(dt.UTC)
-        proposal_id = _check_id(slugify(req.id)) if req.id else (
-            f"{now:%Y%m%d-%H%M%S}-{slugify(write.subject)[:40]}-{digest[:8]}")
-        if self._path_of(proposal_id) is not None:
-            raise WriteConflict(f"a proposal with id {proposal_id} already exists", id=proposal_id)
+        if req.id:
+            proposal_id = _check_id(slugify(req.id))
+            if self._path_of(proposal_id) is not None:
+                raise WriteConflict(f"a proposal with id {proposal_id} already exists", id=proposal_id)
+        else:
+            proposal_id = self._free_id(f"{now:%Y%m%d-%H%M%S}-{slugify(write.subject)[:40]}-{digest[:8]}")
         target = self.corpus / str(dry.target_path) if dry.target_path else None
         proposal = Proposal(
             id=proposal_id, status="proposed", created_at=now.isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -71,10 +73,20 @@ class ProposalStore:
         self._save(proposal)
         return ProposalCreateResponse(proposal=proposal, created=True)
 
+    def _free_id(self, base: str) -> str:
+        """`base`, or `base-2`, `base-3`… when a proposal re-created after going stale takes it."""
+        candidate, n = base, 1
+        while self._path_of(candidate) is not None:
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
     def list(self, status: ProposalStatus | None = None) -> ProposalListResponse:
-        found = [p for s in FOLDERS if status in (None, s) for p in self._load_all(s)]
+        warnings: list[str] = []
+        found = [p for s in FOLDERS if status in (None, s) for p in self._load_all(s, warnings)]
         counts = {s: sum(1 for _ in self._files(s)) for s in FOLDERS}
-        return ProposalListResponse(proposals=sorted(found, key=lambda p: (p.created_at, p.id)), counts=counts)
+        return ProposalListResponse(proposals=sorted(found, key=lambda p: (p.created_at, p.id)), counts=counts,
+                                    warnings=warnings)
 
     def show(self, proposal_id: str) -> Proposal:
         path = self._path_of(_check_id(proposal_id))
@@ -95,6 +107,7 @@ class ProposalStore:
              proposal.target_hash),
         ) if now != then]
         if changed:
+            self._save(proposal.model_copy(update={"stale_at": _now()}))
             raise StaleProposal(f"proposal {proposal.id} is stale: the {', '.join(changed)} changed since it was "
                                 "made; reject it and create it again", id=proposal.id, changed=changed)
         return dry
@@ -117,8 +130,16 @@ class ProposalStore:
         folder = self.corpus / FOLDERS[status]
         return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
-    def _load_all(self, status: ProposalStatus) -> list[Proposal]:
-        return [_load(path) for path in self._files(status)]
+    def _load_all(self, status: ProposalStatus, warnings: list[str] | None = None) -> list[Proposal]:
+        """Every readable proposal in one folder; an unreadable file is reported, never fatal."""
+        found = []
+        for path in self._files(status):
+            try:
+                found.append(_load(path))
+            except UsageError as exc:
+                if warnings is not None:
+                    warnings.append(exc.message)
+        return found
 
     def _path_of(self, proposal_id: str) -> Path | None:
         for status in _LOOKUP_ORDER:
@@ -128,9 +149,11 @@ class ProposalStore:
         return None
 
     def _find_digest(self, digest: str) -> Proposal | None:
+        """The proposal already made for this write, if any. One rejected because it had gone
+        stale does not count: its write may be proposed again against the page as it is now."""
         for status in _LOOKUP_ORDER:
             for proposal in self._load_all(status):
-                if proposal.digest == digest:
+                if proposal.digest == digest and not (status == "rejected" and proposal.stale_at):
                     return proposal
         return None
 

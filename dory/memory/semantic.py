@@ -170,7 +170,7 @@ class SemanticWriter:
         if doc.body_start == 0:
             fm = frontmatter.normalise({"title": doc.title} | updates, entity.path, doc.title)
             return frontmatter.render(fm, body)
-        return set_fields(doc, updates, body)
+        return set_fields(doc, updates, "\n" + body)
 
     def _page(self, rel: str) -> Document | None:
         if not (self.settings.corpus / rel).exists():

@@ -38,6 +38,7 @@ class Derived:
             self._entity_page_changed(path)
 
     def file_renamed(self, old: str, new: str) -> None:
+        graph.rename_note(self.conn, old, new)
         for path in (old, new):
             if layout_family(path):
                 self._entity_page_changed(path)

@@ -31,7 +31,9 @@ _RETIRED = ("superseded", "retired", "tombstoned")
 
 def normalise_name(text: str) -> str:
     """Case, accents, punctuation and `-`/`_` do not matter when naming an entity."""
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    # Punctuation and symbols of any script separate words ("Alice—Smith" is two words).
+    spaced = "".join(" " if unicodedata.category(ch)[0] in "PSZ" else ch for ch in unicodedata.normalize("NFKD", text))
+    folded = spaced.encode("ascii", "ignore").decode("ascii").lower()
     return " ".join(re.sub(r"[^a-z0-9]+", " ", folded).split())
 
 

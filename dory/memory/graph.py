@@ -57,7 +57,7 @@ def index_links(conn: sqlite3.Connection, file_id: int, doc: Document, registry:
 def rename_note(conn: sqlite3.Connection, old: str, new: str) -> None:
     """Follow a rename in `link_names` (file ids survive renames). Queries read paths from `files`, so
     they are right without this; it keeps the stored path and file-name rows true."""
-    row = conn.execute("SELECT id, aliases FROM files WHERE path = ?", (new,)).fetchone()
+    row = conn.execute("SELECT id FROM files WHERE path = ?", (new,)).fetchone()
     if row is None:
         return
     conn.execute("DELETE FROM link_names WHERE file_id = ? AND kind IN ('path', 'stem')", (row[0],))
@@ -100,7 +100,8 @@ def refresh_mentions(conn: sqlite3.Connection, registry: Registry, changed_pages
     old, new = _stored_names(conn), links.mention_names(registry)
     changed = {name for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
     targets = {old[name] for name in changed if name in old}
-    targets |= {path for path in changed_pages if path not in new.values()}  # never point at a non-entity
+    live = set(new.values())
+    targets |= {path for path in changed_pages if path not in live}  # never point at a non-entity
     files = _files_mentioning(conn, targets)
     added = sorted(name for name in changed if name in new)
     if added:
@@ -207,7 +208,7 @@ class Names:
 
     def resolve(self, source: str, kind: str, target: str, key: str) -> str | None:
         """The note a link in `source` points to, or None when it is broken."""
-        if kind == "markdown" or target.strip().replace("\\", "/").startswith(("./", "../")):
+        if kind == "markdown" or links.is_explicit_path(target):
             rel = links.relative_path(source, target)
             hit = self.by_key.get(links.link_key(rel)) if rel is not None else None
             if hit is not None or links.is_explicit_path(target):

@@ -110,7 +110,7 @@ def relative_path(source: str, target: str) -> str | None:
 
 def is_explicit_path(target: str) -> bool:
     """`./x`, `../x` and `/x` name one place; anything else may also be found by name."""
-    return target.strip().replace("\\", "/").startswith((".", "/"))
+    return target.strip().replace("\\", "/").startswith(("./", "../", "/"))
 
 
 def note_names(path: str, aliases: Iterable[str]) -> list[tuple[str, str]]:

@@ -211,7 +211,8 @@ def links(res: LinkResponse) -> str:
 
 
 def link_lint(res: LinkLintResponse) -> str:
-    lines = [f"{b.source}:{b.line}  [[{b.target}]]  {b.reason}" for b in res.broken]
+    lines = [f"{b.source}:{b.line}  {f'[[{b.target}]]' if b.kind == 'wikilink' else f'({b.target})'}  {b.reason}"
+             for b in res.broken]
     lines += [f"orphan  {path}" for path in res.orphans]
     lines.append(f"{res.files} notes, {res.edges} edges, {res.broken_total} broken links, "
                  f"{res.orphans_total} orphans" + (" (lists truncated)" if res.truncated else ""))

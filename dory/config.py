@@ -114,6 +114,23 @@ class JobsSettings(_Section):
         return dict(self.model_extra or {})
 
 
+class LlmSettings(_Section):
+    """The optional OpenAI-compatible chat endpoint (digests, dreaming, query expansion, extraction).
+
+    Off by default. url and model are checked when a client is built (dory.llm.from_settings), not
+    here, so a half-filled [llm] section never stops `dory status` or search from working."""
+
+    backend: Literal["none", "openai"] = "none"
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    # Per request; retries follow timeouts, lost connections, HTTP 429 and 5xx only.
+    timeout_s: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0, le=10)
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(1024, ge=1)
+
+
 class Settings(_Section):
     corpus: Path
     state_dir: Path
@@ -123,6 +140,7 @@ class Settings(_Section):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
 
     @property
     def db_path(self) -> Path:
@@ -156,6 +174,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "daemon": DaemonSettings,
     "write": WriteSettings,
     "jobs": JobsSettings,
+    "llm": LlmSettings,
 }
 
 

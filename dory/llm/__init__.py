@@ -1,0 +1,15 @@
+"""Optional OpenAI-compatible LLM client with strict JSON outputs (off unless [llm] backend = "openai").
+
+    client = from_settings(settings)          # None when no LLM is configured: use the fallback
+    if client is not None:
+        try:
+            answer = client.complete_json(system, user, schema, name="digest")
+        except BackendUnavailable:              # LlmUnavailable or LlmBadOutput: use the fallback
+            ...
+
+Importing this package is cheap: httpx is loaded on the first request.
+"""
+
+from .client import LlmBadOutput, LlmClient, LlmCounters, LlmUnavailable, chat_completions_url, from_settings
+
+__all__ = ["LlmBadOutput", "LlmClient", "LlmCounters", "LlmUnavailable", "chat_completions_url", "from_settings"]

@@ -86,7 +86,7 @@ from dory.search.semantic import LiveVectors
 
 # How long a write waits for a running reindex (without a daemon) to release the index.
 WRITE_LOCK_WAIT_S = 60.0
-# What a semantic write re-reads first, so a page or an artifact saved a moment ago counts.
+# The folders a semantic write resolves against (entity pages and evidence artifacts).
 MEMORY_ROOTS = ["people", "projects", "concepts", "decisions", "core", "sources/semantic"]
 # A daemon that has not rewritten its record for this long is reported as possibly stuck.
 STALE_HEARTBEAT_S = 10.0
@@ -338,9 +338,13 @@ class DoryService:
             self.index_paths(plan.response.files)
             plan.response.indexed = plan.response.action != "quarantined"  # quarantine is never indexed
             return plan.response.model_dump(mode="json")
+        # A semantic write first re-reads the pages and artifacts it resolves against, so one saved
+        # a moment ago (before the watcher's debounce) counts.
         if op == "memory_write":
+            self.index_paths(MEMORY_ROOTS)
             return self._memory_write_owned(MemoryWriteRequest.model_validate(request)).model_dump(mode="json")
         if op == "proposal_apply":
+            self.index_paths(MEMORY_ROOTS)
             return self._apply_proposal_owned(ProposalDecision.model_validate(request)).model_dump(mode="json")
         raise UsageError(f"unknown write operation {op!r}")
 
@@ -355,7 +359,6 @@ class DoryService:
         return SemanticWriter(self.settings, self.store.conn, self.journal())
 
     def _memory_write_owned(self, req: MemoryWriteRequest) -> MemoryWriteResponse:
-        self.index_paths(MEMORY_ROOTS)
         response = self.semantic_writer().write(req).response
         if response.files:
             self.index_paths(response.files)
@@ -384,7 +387,6 @@ class DoryService:
     def _apply_proposal_owned(self, req: ProposalDecision) -> Proposal:
         store = self.proposals()
         proposal = store.show(req.id)
-        self.index_paths(MEMORY_ROOTS)
         store.check_fresh(proposal, lambda write: self.semantic_writer().plan(write).response)
         live = proposal.write.model_copy(update={"dry_run": False, "allow_canonical": True})
         return store.mark_applied(proposal, self._memory_write_owned(live))
@@ -398,18 +400,15 @@ class DoryService:
         journal = self.journal()
         if not journal.pending():
             return []
-        report = journal.recover()
-        self.apply_changes(vectors=self._vectors if self.owns_index else None)
+        report, touched = journal.recover()
+        self.index_paths(touched)
         return report
 
     # -- link graph --------------------------------------------------------------------------
     def links(self, req: LinkRequest) -> LinkResponse:
         """Neighbors of a note in the link graph (direction "in" gives its backlinks)."""
         self._require_index()
-        rel = normalize_rel(req.path)
-        if self.store.conn.execute("SELECT 1 FROM files WHERE path = ?", (rel,)).fetchone() is None:
-            raise NotFound(f"{rel} is not an indexed note", path=rel)
-        return graph.neighbors(self.store.conn, rel, req)
+        return graph.neighbors(self.store.conn, normalize_rel(req.path), req)
 
     def link_lint(self, req: LinkLintRequest) -> LinkLintResponse:
         self._require_index()

@@ -101,11 +101,13 @@ class Journal:
                 swap_if_unchanged(target, (staging / f"{index}.before").read_bytes(), entry["after_hash"])
         return problems
 
-    def recover(self) -> list[str]:
-        """Finish or undo operations a crash interrupted; returns what was done, for the log."""
+    def recover(self) -> tuple[list[str], list[str]]:
+        """Finish or undo operations a crash interrupted. Returns what was done (for the log) and the
+        corpus paths the operations named (to be re-indexed)."""
         if not self.folder.is_dir():
-            return []
-        report = []
+            return [], []
+        report: list[str] = []
+        touched: list[str] = []
         for staging in sorted(p for p in self.folder.iterdir() if p.is_dir() and p.name != "failed"):
             journal = staging / "journal.json"
             if not journal.exists():
@@ -113,6 +115,7 @@ class Journal:
                 report.append(f"{staging.name}: never committed; discarded")
                 continue
             record = json.loads(journal.read_text())
+            touched += [entry["path"] for entry in record["files"]]
             if record.get("state") == "rolling_back":
                 problems = self._roll_back(staging, record["files"])
                 verb = "rolled back"
@@ -121,7 +124,7 @@ class Journal:
                 verb = "completed"
             report.append(f"{record['op']} {staging.name}: {verb}" + (f" ({'; '.join(problems)})" if problems else ""))
             self._retire(staging, failed=bool(problems))
-        return report
+        return report, touched
 
     def _roll_forward(self, staging: Path, files: list[dict[str, Any]]) -> list[str]:
         problems = []

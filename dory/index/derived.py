@@ -17,39 +17,29 @@ from dory.memory.entities import Registry, layout_family
 class Derived:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._registry: Registry | None = None
         self._entity_pages: set[str] = set()  # canonical pages written, deleted or moved this batch
         self._claim_entities: set[str] = set()  # entities whose claim events changed this batch
-
-    def registry(self) -> Registry:
-        if self._registry is None:
-            self._registry = Registry.load(self.conn)
-        return self._registry
 
     def file_written(self, file_id: int, doc: Document) -> None:
         self._claim_entities |= claims.record_events(self.conn, file_id, doc)
         if layout_family(doc.path):
-            self._entity_page_changed(doc.path)
-        graph.index_links(self.conn, file_id, doc, self.registry())
+            self._entity_pages.add(doc.path)
+        graph.index_links(self.conn, file_id, doc)
 
     def file_deleted(self, file_id: int, path: str) -> None:
         self._claim_entities |= claims.entities_of_file(self.conn, file_id)
         if layout_family(path):
-            self._entity_page_changed(path)
+            self._entity_pages.add(path)
 
     def file_renamed(self, old: str, new: str) -> None:
         graph.rename_note(self.conn, old, new)
         for path in (old, new):
             if layout_family(path):
-                self._entity_page_changed(path)
-
-    def _entity_page_changed(self, path: str) -> None:
-        self._entity_pages.add(path)
-        self._registry = None  # re-read (this transaction's rows included) when next needed
+                self._entity_pages.add(path)
 
     def finish(self) -> None:
         if self._claim_entities:
             claims.rebuild(self.conn, sorted(self._claim_entities))
         if self._entity_pages:
-            graph.refresh_mentions(self.conn, self.registry(), self._entity_pages)
+            graph.refresh_mentions(self.conn, Registry.load(self.conn), self._entity_pages)
         self._claim_entities, self._entity_pages = set(), set()

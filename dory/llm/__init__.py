@@ -10,6 +10,6 @@
 Importing this package is cheap: httpx is loaded on the first request.
 """
 
-from .client import LlmBadOutput, LlmClient, LlmCounters, LlmUnavailable, chat_completions_url, from_settings
+from .client import LlmBadOutput, LlmClient, LlmCounters, LlmUnavailable, from_settings
 
-__all__ = ["LlmBadOutput", "LlmClient", "LlmCounters", "LlmUnavailable", "chat_completions_url", "from_settings"]
+__all__ = ["LlmBadOutput", "LlmClient", "LlmCounters", "LlmUnavailable", "from_settings"]

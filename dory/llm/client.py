@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from dory.errors import BackendUnavailable, ConfigError
+from dory.openai_api import endpoint_url
 
 from .schema import check_schema, extract_json_object, schema_errors
 
@@ -70,15 +71,6 @@ class LlmCounters:
             return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
 
-def chat_completions_url(base_url: str) -> str:
-    """Accept "http://host:port", ".../v1", ".../v1/" or the full ".../v1/chat/completions" alike."""
-    base = base_url.rstrip("/")
-    for suffix in ("/chat/completions", "/v1"):
-        if base.endswith(suffix):
-            base = base[: -len(suffix)]
-    return base + "/v1/chat/completions"
-
-
 class LlmClient:
     """One OpenAI-compatible chat endpoint. Thread-safe: jobs may share one client and its counters."""
 
@@ -98,7 +90,7 @@ class LlmClient:
             raise ConfigError(f"[llm] url must start with http:// or https://, got {url!r}", setting="llm.url")
         if timeout_s <= 0 or retries < 0 or max_tokens < 1:
             raise ConfigError("[llm] needs timeout_s > 0, retries ≥ 0 and max_tokens ≥ 1")
-        self.endpoint = chat_completions_url(url)
+        self.endpoint = endpoint_url(url, "chat/completions")
         self.model = model
         self.timeout_s = timeout_s
         self.retries = retries

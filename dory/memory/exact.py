@@ -81,7 +81,7 @@ class ExactWriter:
 
     def _create(self, rel: str, req: WriteRequest) -> WritePlan:
         if (self.root / rel).exists():
-            current = self._read(rel)
+            current = read_note(self.root, rel, self.settings.index.max_file_bytes)
             raise AlreadyExists(f"{rel} already exists; use append or replace", path=rel, current_hash=current.sha256)
         fm, body = _given(rel, req)
         data = frontmatter.render(frontmatter.normalise(fm, rel, _heading(body)), body)
@@ -102,7 +102,7 @@ class ExactWriter:
     def _replace(self, rel: str, req: WriteRequest) -> WritePlan:
         if not req.expected_hash:
             raise UsageError("replace needs expected_hash: the hash of the version you read (see `dory get`)")
-        data = self._bytes(rel)
+        data = read_bytes(self.root, rel, self.settings.index.max_file_bytes)
         # The hash decides first: a file caught half-saved by an editor is a conflict, not an error.
         if sha256_of(data) != req.expected_hash:
             raise WriteConflict(f"{rel} changed since it was read: expected {req.expected_hash}, found "
@@ -145,30 +145,8 @@ class ExactWriter:
                                extra, req.dry_run)
 
     # -- helpers -----------------------------------------------------------------------------
-    def _bytes(self, rel: str) -> bytes:
-        """The file's bytes, read once: its hash and its parse must describe the same version."""
-        path = self.root / rel
-        try:
-            if path.stat().st_size > self.settings.index.max_file_bytes:
-                raise UnreadableFile(f"{rel} is over the {self.settings.index.max_file_bytes}-byte cap; edit it "
-                                     "in an editor", path=rel, reason="too_large")
-            return path.read_bytes()
-        except FileNotFoundError as exc:
-            raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
-
-    def _read(self, rel: str, data: bytes | None = None) -> Document:
-        try:
-            return parse_document(rel, self._bytes(rel) if data is None else data)
-        except ReadProblem as problem:
-            raise UnreadableFile(f"{rel}: {problem.detail}; fix or replace it in an editor", path=rel,
-                                 reason=problem.reason) from problem
-
     def _editable(self, rel: str, data: bytes | None = None) -> Document:
-        doc = self._read(rel, data)
-        if doc.frontmatter_error:
-            raise BrokenFrontmatter(f"{rel} has broken frontmatter ({doc.frontmatter_error}); Dory does not "
-                                    "rewrite it: fix it in an editor first", path=rel, current_hash=doc.sha256)
-        return doc
+        return read_editable(self.root, rel, self.settings.index.max_file_bytes, data)
 
     def _with_frontmatter(self, doc: Document, given: dict[str, Any] | None, updates: dict[str, Any], body: str,
                           force_block: bool = False) -> bytes:
@@ -191,6 +169,35 @@ class ExactWriter:
             bytes=len(data), files=[rel], preview=data.decode("utf-8") if req.dry_run else None,
         )
         return WritePlan(response, [FileChange(rel, previous, data)])
+
+
+def read_bytes(root: Path, rel: str, max_bytes: int) -> bytes:
+    """A note's bytes, read once: its hash and its parse must describe the same version."""
+    path = root / rel
+    try:
+        if path.stat().st_size > max_bytes:
+            raise UnreadableFile(f"{rel} is over the {max_bytes}-byte cap; edit it in an editor", path=rel,
+                                 reason="too_large")
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
+
+
+def read_note(root: Path, rel: str, max_bytes: int, data: bytes | None = None) -> Document:
+    try:
+        return parse_document(rel, read_bytes(root, rel, max_bytes) if data is None else data)
+    except ReadProblem as problem:
+        raise UnreadableFile(f"{rel}: {problem.detail}; fix or replace it in an editor", path=rel,
+                             reason=problem.reason) from problem
+
+
+def read_editable(root: Path, rel: str, max_bytes: int, data: bytes | None = None) -> Document:
+    """A note Dory may rewrite: readable, and with frontmatter it could parse (else it is never touched)."""
+    doc = read_note(root, rel, max_bytes, data)
+    if doc.frontmatter_error:
+        raise BrokenFrontmatter(f"{rel} has broken frontmatter ({doc.frontmatter_error}); Dory does not "
+                                "rewrite it: fix it in an editor first", path=rel, current_hash=doc.sha256)
+    return doc
 
 
 def plan_quarantine(root: Path, label: str, content: str, reason: str, extra: dict[str, Any],

@@ -39,10 +39,10 @@ _INSERT = "INSERT INTO links(file_id, kind, target, target_key, heading, label, 
 
 
 # -- writing -------------------------------------------------------------------------------------
-def index_links(conn: sqlite3.Connection, file_id: int, doc: Document, registry: Registry) -> None:
+def index_links(conn: sqlite3.Connection, file_id: int, doc: Document) -> None:
     """Rows for a note just (re)written: the names it can be linked by, its explicit links and its
-    mentions. Mentions use the stored mapping, not `registry`: an entity page written later in the
-    same batch reaches this note through `refresh_mentions`, like every other note."""
+    mentions. Mentions use the stored name mapping, not the live registry: an entity page written
+    later in the same batch reaches this note through `refresh_mentions`, like every other note."""
     conn.execute("DELETE FROM links WHERE file_id = ?", (file_id,))  # normally gone already (cascade)
     conn.execute("DELETE FROM link_names WHERE file_id = ?", (file_id,))
     masked = links.code_masked(doc.lines, doc.body_start)

@@ -20,20 +20,18 @@ from pathlib import Path
 
 from dory.config import Settings
 from dory.corpus.atomic import sha256_of
-from dory.corpus.document import Document, ReadProblem, read_document
+from dory.corpus.document import Document
 from dory.corpus.journal import FileChange, Journal
 from dory.errors import (
     AmbiguousSubject,
-    BrokenFrontmatter,
     CanonicalWriteRefused,
     NotFound,
-    UnreadableFile,
     UnresolvedSubject,
 )
 from dory.memory import canonical, claims, frontmatter, safety
 from dory.memory.claims import ClaimEvent
 from dory.memory.entities import FAMILIES, Entity, Registry, normalise_name, page_path, slugify
-from dory.memory.exact import WritePlan, plan_quarantine, set_fields
+from dory.memory.exact import WritePlan, plan_quarantine, read_editable, set_fields
 from dory.models import EntityRef, MemoryWriteRequest, MemoryWriteResponse
 
 _EVENT_FOR_ACTION = {"write": "added", "replace": "replaced", "forget": "retired"}
@@ -175,14 +173,7 @@ class SemanticWriter:
     def _page(self, rel: str) -> Document | None:
         if not (self.settings.corpus / rel).exists():
             return None
-        try:
-            doc = read_document(self.settings.corpus, rel, self.settings.index.max_file_bytes)
-        except ReadProblem as problem:
-            raise UnreadableFile(f"{rel}: {problem.detail}", path=rel, reason=problem.reason) from problem
-        if doc.frontmatter_error:
-            raise BrokenFrontmatter(f"{rel} has broken frontmatter ({doc.frontmatter_error}); Dory does not "
-                                    "rewrite it: fix it in an editor first", path=rel, current_hash=doc.sha256)
-        return doc
+        return read_editable(self.settings.corpus, rel, self.settings.index.max_file_bytes)
 
     def _quarantine(self, req: MemoryWriteRequest, reason: str) -> SemanticPlan:
         extra = {"original_subject": req.subject, "original_kind": req.kind, "original_action": req.action,

@@ -157,10 +157,7 @@ def write(res: WriteResponse) -> str:
         lines.append(f"  tombstone {res.tombstone}")
     if res.reason:
         lines.append(f"  reason: {res.reason}")
-    lines += [f"! {w}" for w in res.warnings]
-    if res.preview is not None:
-        lines += ["", res.preview.rstrip("\n")]
-    return "\n".join(lines)
+    return _with_warnings_and_preview(lines, res.warnings, res.preview)
 
 
 def memory_write(res: MemoryWriteResponse) -> str:
@@ -176,10 +173,7 @@ def memory_write(res: MemoryWriteResponse) -> str:
         lines.append(f"  ends {', '.join(res.ended_claims)}")
     if res.page_hash:
         lines.append(f"  page {res.page_hash}")
-    lines += [f"! {w}" for w in res.warnings]
-    if res.preview is not None:
-        lines += ["", res.preview.rstrip("\n")]
-    return "\n".join(lines)
+    return _with_warnings_and_preview(lines, res.warnings, res.preview)
 
 
 def proposal(p: Proposal, state: str, detail: bool = False) -> str:
@@ -216,4 +210,12 @@ def link_lint(res: LinkLintResponse) -> str:
     lines += [f"orphan  {path}" for path in res.orphans]
     lines.append(f"{res.files} notes, {res.edges} edges, {res.broken_total} broken links, "
                  f"{res.orphans_total} orphans" + (" (lists truncated)" if res.truncated else ""))
+    return "\n".join(lines)
+
+
+def _with_warnings_and_preview(lines: list[str], warnings: list[str], preview: str | None) -> str:
+    """A write's report: its lines, its warnings, then (on a dry run) the would-be file."""
+    lines = [*lines, *(f"! {w}" for w in warnings)]
+    if preview is not None:
+        lines += ["", preview.rstrip("\n")]
     return "\n".join(lines)

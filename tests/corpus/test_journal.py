@@ -76,7 +76,7 @@ def test_an_uncommitted_operation_is_discarded(tmp_path: Path) -> None:
     staging.mkdir(parents=True)
     (staging / "0.after").write_bytes(b"half-staged")
     assert journal.pending() == 1
-    assert journal.recover() == ["20260101-000000-1-abc: never committed; discarded"]
+    assert journal.recover() == (["20260101-000000-1-abc: never committed; discarded"], [])
     assert journal.pending() == 0 and sorted(p.name for p in tmp_path.iterdir()) == [".dory"]
 
 
@@ -100,7 +100,8 @@ def test_an_interrupted_rollback_is_finished_and_a_later_edit_is_kept(tmp_path: 
     files = [{"path": "a.md", "before_hash": sha256_of(b"old a\n"), "after_hash": sha256_of(b"new a\n")},
              {"path": "b.md", "before_hash": sha256_of(b"old b\n"), "after_hash": sha256_of(b"new b\n")}]
     (staging / "journal.json").write_text(json.dumps({"op": "x", "state": "rolling_back", "files": files}))
-    report = Journal(tmp_path, tmp_path / ".dory/journal").recover()
+    report, touched = Journal(tmp_path, tmp_path / ".dory/journal").recover()
+    assert touched == ["a.md", "b.md"]
     assert (tmp_path / "a.md").read_text() == "old a\n"
     assert (tmp_path / "b.md").read_text() == "edited by a person\n"
     assert "b.md was edited meanwhile" in report[0]

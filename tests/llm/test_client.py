@@ -14,7 +14,8 @@ from support.fake_llm import FakeLlm, closed_port_url, drop, empty, malformed, o
 
 from dory.config import load_settings
 from dory.errors import BackendUnavailable, ConfigError, error_from_dict
-from dory.llm import LlmBadOutput, LlmClient, LlmUnavailable, chat_completions_url, from_settings
+from dory.llm import LlmBadOutput, LlmClient, LlmUnavailable, from_settings
+from dory.openai_api import endpoint_url
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -273,8 +274,8 @@ def test_the_base_url_may_name_v1_or_not(llm: FakeLlm, suffix: str) -> None:
 
 
 def test_a_base_url_with_a_path_prefix_keeps_it() -> None:
-    assert chat_completions_url("https://openrouter.ai/api/v1") == "https://openrouter.ai/api/v1/chat/completions"
-    assert chat_completions_url("https://openrouter.ai/api") == "https://openrouter.ai/api/v1/chat/completions"
+    assert endpoint_url("https://openrouter.ai/api/v1", "chat/completions") == "https://openrouter.ai/api/v1/chat/completions"
+    assert endpoint_url("https://openrouter.ai/api", "chat/completions") == "https://openrouter.ai/api/v1/chat/completions"
 
 
 def test_counters_are_exact_under_concurrent_calls() -> None:

@@ -19,20 +19,13 @@ import httpx
 import numpy as np
 
 from dory.errors import ConfigError, EmbeddingEndpointError
+from dory.openai_api import endpoint_url
 
 from .base import Fingerprint, PrefixedEmbedder, TokenCounter, l2_normalize_rows
 
 # Worth retrying: the server was slow, overloaded or restarting. Anything else will not get better.
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _DIMS_PROBE_TEXT = "dimension probe"
-
-
-def embeddings_url(base_url: str) -> str:
-    """Accept "http://host:port", "http://host:port/" or "http://host:port/v1" alike."""
-    base = base_url.rstrip("/")
-    if base.endswith("/v1"):
-        base = base[: -len("/v1")]
-    return base + "/v1/embeddings"
 
 
 class OpenAICompatEmbedder(PrefixedEmbedder):
@@ -57,7 +50,7 @@ class OpenAICompatEmbedder(PrefixedEmbedder):
             raise ConfigError(f"embedding endpoint URL must start with http:// or https://, got {url!r}")
         if batch_size < 1 or timeout_s <= 0:
             raise ConfigError("embedding endpoint batch_size must be ≥ 1 and timeout_s > 0")
-        self.endpoint = embeddings_url(url)
+        self.endpoint = endpoint_url(url, "embeddings")
         self.model = model
         self.batch_size = batch_size
         self.retries = retries

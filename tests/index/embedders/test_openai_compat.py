@@ -17,7 +17,8 @@ import pytest
 from dory.errors import ConfigError, EmbeddingEndpointError
 from dory.index.embedders import EmbedderSettings, load_embedder
 from dory.index.embedders.base import fingerprint_key
-from dory.index.embedders.openai_compat import OpenAICompatEmbedder, embeddings_url
+from dory.index.embedders.openai_compat import OpenAICompatEmbedder
+from dory.openai_api import endpoint_url
 
 # ---------------------------------------------------------------------------------------------------
 # A fake OpenAI-compatible /v1/embeddings server on 127.0.0.1 (ephemeral port).
@@ -108,7 +109,7 @@ def expected(text: str, dims: int = 4) -> np.ndarray:
 
 def test_url_forms_all_reach_v1_embeddings() -> None:
     for base in ("http://h:1", "http://h:1/", "http://h:1/v1", "http://h:1/v1/"):
-        assert embeddings_url(base) == "http://h:1/v1/embeddings"
+        assert endpoint_url(base, "embeddings") == "http://h:1/v1/embeddings"
 
 
 def test_happy_path_normalises_and_sends_model_and_key(fake_server: FakeEmbeddingServer) -> None:

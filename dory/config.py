@@ -131,6 +131,37 @@ class LlmSettings(_Section):
     max_tokens: int = Field(1024, ge=1)
 
 
+class WakeProfile(_Section):
+    """One wake profile: the sources in order and a token budget per section (by section name).
+
+    A source is a corpus path (`core/user.md`) or one of the computed sections `privacy_boundaries`
+    (boundary lines from core/user.md and core/identity.md) and `writing_voice` (the writing-voice
+    page under knowledge/personal/)."""
+
+    sections: list[str]
+    budgets: dict[str, int] = Field(default_factory=dict)
+
+
+class WakeSettings(_Section):
+    """`dory wake`: the frozen block at the start of an agent session (SPEC §5)."""
+
+    budget: int = Field(600, ge=50, le=1500)
+    max_chars: int = Field(10_000, ge=500, le=10_000)
+    recent_sessions: int = Field(3, ge=0, le=20)
+    pinned_decisions: int = Field(3, ge=0, le=20)
+    # Profiles named here replace the built-in profile of the same name (or add a new one).
+    profiles: dict[str, WakeProfile] = Field(default_factory=dict)
+
+
+class ContextSettings(_Section):
+    """`dory context pack` defaults and `dory sessions compact`."""
+
+    reserve: int = Field(512, ge=0)  # tokens left free for the model's answer
+    min_recent: int = Field(6, ge=0)  # the last N messages are always kept
+    beta: float = Field(0.7, ge=0, le=1)  # utility = beta*relevance + (1-beta)*agent weight
+    summary_words: int = Field(400, ge=50, le=4000)  # the continuation summary's word cap
+
+
 class Settings(_Section):
     corpus: Path
     state_dir: Path
@@ -141,6 +172,8 @@ class Settings(_Section):
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
+    wake: WakeSettings = Field(default_factory=WakeSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
 
     @property
     def db_path(self) -> Path:
@@ -149,6 +182,10 @@ class Settings(_Section):
     @property
     def faiss_path(self) -> Path:
         return self.state_dir / "vectors.faiss"
+
+    @property
+    def sessions_db_path(self) -> Path:
+        return self.state_dir / "sessions.sqlite"
 
     @property
     def lock_path(self) -> Path:
@@ -175,6 +212,8 @@ SECTIONS: dict[str, type[_Section]] = {
     "write": WriteSettings,
     "jobs": JobsSettings,
     "llm": LlmSettings,
+    "wake": WakeSettings,
+    "context": ContextSettings,
 }
 
 

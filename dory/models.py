@@ -6,21 +6,33 @@ arguments, and all of them serialise the same response with `model_dump(mode="js
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SearchMode = Literal["bm25", "vector", "hybrid", "exact"]
+SearchMode = Literal["bm25", "vector", "hybrid", "exact", "recall"]
 MODE_ALIASES: dict[str, SearchMode] = {
     "bm25": "bm25", "text": "bm25", "keyword": "bm25", "lexical": "bm25",
-    "vector": "vector", "semantic": "vector", "hybrid": "hybrid", "exact": "exact",
+    "vector": "vector", "semantic": "vector", "hybrid": "hybrid", "exact": "exact", "recall": "recall",
 }
+SearchCorpus = Literal["durable", "sessions", "all"]
 EvidenceClass = Literal["canonical", "core", "note", "inbox", "generated", "raw", "session", "superseded"]
 Confidence = Literal["high", "medium", "low"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def iso_day(value: str | None) -> str | None:
+    """A YYYY-MM-DD day (a longer ISO time is cut to its day), for since/until fields."""
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value[:10]).isoformat()
+    except ValueError as exc:
+        raise ValueError(f"not a YYYY-MM-DD date: {value!r}") from exc
 
 
 class Scope(_Model):
@@ -30,26 +42,22 @@ class Scope(_Model):
     tags: list[str] = Field(default_factory=list, description="all listed tags must be present")
     since: str | None = Field(None, description="YYYY-MM-DD; compares the note's date/updated/created")
     until: str | None = None
+    # Session plane only (corpus sessions/all, mode recall); `status` there is the session's status.
+    agent: str | None = Field(None, max_length=200)
+    device: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=200)
 
-    @field_validator("since", "until")
-    @classmethod
-    def _iso_date(cls, value: str | None) -> str | None:
-        import datetime as dt
-
-        if value is None:
-            return None
-        try:
-            return dt.date.fromisoformat(value[:10]).isoformat()
-        except ValueError as exc:
-            raise ValueError(f"not a YYYY-MM-DD date: {value!r}") from exc
+    _iso_dates = field_validator("since", "until")(lambda cls, value: iso_day(value))
 
     def is_empty(self) -> bool:
+        """True when nothing narrows a durable search (the session-only fields do not)."""
         return not (self.path or self.type or self.status or self.tags or self.since or self.until)
 
 
 class SearchRequest(_Model):
     query: str = Field(..., min_length=1, max_length=4000)
     mode: str = "hybrid"
+    corpus: SearchCorpus = Field("durable", description="durable memory, the session plane, or both")
     k: int = Field(10, ge=1, le=200)
     scope: Scope = Field(default_factory=Scope)
     per_file: bool = Field(True, description="at most one result per file (its best chunk)")
@@ -60,8 +68,17 @@ class SearchRequest(_Model):
     def _known_mode(cls, value: str) -> str:
         mode = MODE_ALIASES.get(value.lower())
         if mode is None:
-            raise ValueError(f"unknown mode {value!r}; use one of bm25, vector, hybrid, exact")
+            raise ValueError(f"unknown mode {value!r}; use one of bm25, vector, hybrid, exact, recall")
         return mode
+
+    @model_validator(mode="after")
+    def _recall_reads_sessions(self) -> SearchRequest:
+        """`recall` is hybrid search over the session plane; it never reads durable memory alone."""
+        if self.mode == "recall" and self.corpus == "durable":
+            self.corpus = "sessions"
+        if self.mode == "exact" and self.corpus != "durable":
+            raise ValueError("exact mode searches durable memory only; use bm25 or recall for sessions")
+        return self
 
     @field_validator("query")
     @classmethod
@@ -84,6 +101,16 @@ class StageScores(_Model):
     final: float
 
 
+class SessionTurn(_Model):
+    """Where a session hit points: the turn, not only the file."""
+
+    session_id: str
+    message_id: str = Field(description="the turn's anchor in the transcript (m-<12 hex>)")
+    agent: str
+    role: str
+    time: str | None = None
+
+
 class SearchHit(_Model):
     path: str
     title: str
@@ -97,11 +124,13 @@ class SearchHit(_Model):
     score: float
     stale_warning: str | None = None
     explain: StageScores | None = None
+    turn: SessionTurn | None = None
 
 
 class SearchResponse(_Model):
     query: str
     mode: SearchMode
+    corpus: SearchCorpus = "durable"
     hits: list[SearchHit]
     warnings: list[str] = Field(default_factory=list)
     vectors_pending: int = 0
@@ -209,6 +238,9 @@ class ReindexResponse(_Model):
     vectors_reused: int
     vectors_pending: int
     seconds: float
+    sessions_indexed: int = Field(0, description="transcripts (re)indexed in the session plane")
+    sessions_deleted: int = 0
+    session_vectors_embedded: int = 0
     planned_paths: dict[str, list[str]] | None = None
     warnings: list[str] = Field(default_factory=list)
 
@@ -453,3 +485,152 @@ class ProposalListResponse(_Model):
 class ProposalDecision(_Model):
     id: str = Field(..., min_length=1, max_length=200)
     reason: str | None = Field(None, max_length=2000)
+
+
+# -- wake ---------------------------------------------------------------------------------------
+
+WakeProfileName = Literal["default", "coding", "writing", "privacy", "casual"]
+
+
+class WakeRequest(_Model):
+    profile: str = Field("default", min_length=1, max_length=64,
+                         description="default, coding, writing, privacy, casual, or one defined in dory.toml")
+    project: str | None = Field(None, max_length=200, description="a project's slug, title or alias")
+    budget: int | None = Field(None, ge=50, le=1500, description="hard token budget (default from [wake])")
+    max_chars: int | None = Field(None, ge=500, le=10_000, description="hard character cap of the block")
+    agent: str | None = Field(None, max_length=100)
+
+
+class WakeSection(_Model):
+    name: str
+    source: str = Field(description="the corpus path the section came from, or the computed section's name")
+    tokens: int
+    truncated: bool = False
+
+
+class WakeResponse(_Model):
+    profile: str
+    block: str
+    tokens: int
+    chars: int
+    budget: int
+    max_chars: int
+    sections: list[WakeSection]
+    omitted: list[str] = Field(default_factory=list, description="sources left out, with why")
+    frozen_at: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+# -- sessions -----------------------------------------------------------------------------------
+
+SessionFormat = Literal["auto", "markdown", "jsonl", "claude-code", "codex"]
+# A harness file this large is refused before parsing (Claude Code transcripts reach ~15 MB).
+MAX_INGEST_BYTES = 64 * 1024 * 1024
+
+
+class SessionIngestRequest(_Model):
+    content: str = Field(..., max_length=MAX_INGEST_BYTES, description="the harness file's text")
+    format: SessionFormat = "auto"
+    source_path: str | None = Field(None, max_length=4096, description="where it came from (format detection, ids)")
+    agent: str | None = Field(None, max_length=100)
+    device: str | None = Field(None, max_length=100)
+    dry_run: bool = False
+
+
+class IngestedSession(_Model):
+    path: str
+    session_id: str
+    title: str
+    status: str
+    action: Literal["created", "appended", "unchanged", "kept_deleted"]
+    messages: int
+    added: int = Field(description="messages new to the transcript")
+
+
+class IngestProblem(_Model):
+    line: int = Field(description="1-based line of the source; 0 for the whole file")
+    message: str
+
+
+class SessionIngestResponse(_Model):
+    source: str | None
+    format: str
+    sessions: list[IngestedSession]
+    problems: list[IngestProblem]
+    redactions: int
+    dry_run: bool = False
+    indexed: bool = False
+
+
+class SessionInfo(_Model):
+    path: str
+    session_id: str
+    agent: str
+    device: str
+    title: str
+    status: str
+    started: str | None = None
+    updated: str | None = None
+    messages: int
+
+
+class SessionListRequest(_Model):
+    agent: str | None = Field(None, max_length=100)
+    since: str | None = Field(None, description="YYYY-MM-DD: sessions updated on or after this day")
+    status: str | None = Field(None, max_length=40)
+    include_deleted: bool = False
+    limit: int = Field(50, ge=1, le=10_000)
+
+    _iso_since = field_validator("since")(lambda cls, value: iso_day(value))
+
+
+class SessionListResponse(_Model):
+    sessions: list[SessionInfo]
+    total: int
+
+
+class Turn(_Model):
+    id: str
+    role: str
+    time: str | None = None
+    kind: str = "message"
+    text: str
+    tool_calls: list[str] = Field(default_factory=list)
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+class SessionShowResponse(_Model):
+    session: SessionInfo
+    turns: list[Turn]
+    total_turns: int
+    summary: str | None = Field(None, description="the continuation summary, when the session was compacted")
+
+
+class SessionExportResponse(_Model):
+    session: SessionInfo
+    format: Literal["markdown", "jsonl"]
+    content: str
+
+
+class SessionUpdateRequest(_Model):
+    id: str = Field(..., min_length=1, max_length=300, description="session id, a unique prefix, or its path")
+    action: Literal["rename", "delete", "restore"]
+    title: str | None = Field(None, max_length=300)
+
+
+class IndexPathsRequest(_Model):
+    paths: list[str] = Field(..., max_length=100_000)
+
+
+class SessionImportRequest(_Model):
+    since: str | None = Field(None, description="YYYY-MM-DD: only harness files modified on or after this day")
+    harnesses: list[Literal["claude-code", "codex"]] = Field(default_factory=lambda: ["claude-code", "codex"])
+    dry_run: bool = False
+
+
+class SessionImportResponse(_Model):
+    roots: dict[str, str | None] = Field(description="where each harness keeps its sessions (None: not found)")
+    files: list[SessionIngestResponse]
+    counts: dict[str, int]
+    warnings: list[str] = Field(default_factory=list)

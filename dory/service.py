@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from dory.config import Settings
+from dory.context.wake import RecentSession, build_wake
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.journal import Journal
 from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_note
@@ -55,6 +56,7 @@ from dory.models import (
     EvalResponse,
     GetRequest,
     GetResponse,
+    IndexPathsRequest,
     JobInfo,
     JobRun,
     JobRunRequest,
@@ -77,12 +79,19 @@ from dory.models import (
     SearchResponse,
     SkippedFile,
     StatusResponse,
+    WakeRequest,
+    WakeResponse,
     WriteRequest,
     WriteResponse,
 )
 from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
+from dory.search.recall import QueryVector, merge, recall
 from dory.search.semantic import LiveVectors
+from dory.sessions import vectors as session_vectors
+from dory.sessions.service import SessionService
+from dory.sessions.store import SessionStore
+from dory.sessions.sync import sync_sessions
 
 # How long a write waits for a running reindex (without a daemon) to release the index.
 WRITE_LOCK_WAIT_S = 60.0
@@ -108,6 +117,14 @@ class DoryService:
     def store(self) -> IndexStore:
         cfg = self.settings.index
         return IndexStore(self.settings.db_path, cfg.tokenizer, cfg.trigram)
+
+    @cached_property
+    def sessions(self) -> SessionService:
+        return SessionService(self)
+
+    @cached_property
+    def session_store(self) -> SessionStore:
+        return SessionStore(self.settings.sessions_db_path, self.settings.index.tokenizer)
 
     @cached_property
     def embedder(self) -> Embedder | None:
@@ -160,14 +177,32 @@ class DoryService:
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()
+        if "session_store" in self.__dict__:
+            self.session_store.close()
 
     # -- search and reads --------------------------------------------------------------------
     def search(self, req: SearchRequest) -> SearchResponse:
+        """Durable memory, the session plane (`corpus=sessions`, mode recall) or both merged."""
         self._require_index()
+        if req.corpus == "sessions":
+            warnings: list[str] = []
+            hits = recall(self.session_store, req, self.settings.search, self._query_vector(), warnings)
+            return SearchResponse(query=req.query, mode=req.mode, corpus="sessions", hits=hits, warnings=warnings)
+        durable_req = req.model_copy(update={"mode": "hybrid"}) if req.mode == "recall" else req
         live = None
         if self.settings.embedder.backend != "none":
             live = LiveVectors(self.store, self._require_embedder, self.vectors, self.fingerprint)
-        return SearchEngine(self.settings, self.store, live).search(req)
+        response = SearchEngine(self.settings, self.store, live).search(durable_req)
+        if req.corpus == "all":
+            turns = recall(self.session_store, req, self.settings.search, self._query_vector(), response.warnings)
+            response.hits = merge(response.hits, turns, req.k)
+        response.mode, response.corpus = req.mode, req.corpus  # type: ignore[assignment]
+        return response
+
+    def _query_vector(self) -> QueryVector | None:
+        if self.settings.embedder.backend == "none":
+            return None
+        return lambda query: (self._require_embedder().embed_query(query), self.fingerprint())
 
     def _require_index(self) -> None:
         if not self.settings.db_path.exists():
@@ -266,6 +301,15 @@ class DoryService:
             ledger.close()
         return daemon, runs
 
+    # -- agent context -----------------------------------------------------------------------
+    def wake(self, req: WakeRequest) -> WakeResponse:
+        """The frozen block for the start of an agent session (core files, project, decisions, sessions)."""
+        recent: list[RecentSession] = []
+        if self.settings.sessions_db_path.exists() and self.settings.wake.recent_sessions:
+            recent = [RecentSession(path=r[0], title=r[1], agent=r[2], updated=r[3])
+                      for r in self.session_store.recent("done", self.settings.wake.recent_sessions)]
+        return build_wake(self.settings.corpus, self.settings.wake, req, self.token_counter().count, recent)
+
     # -- jobs --------------------------------------------------------------------------------
     def jobs(self) -> JobsResponse:
         daemon = daemon_status(self.settings)
@@ -309,7 +353,7 @@ class DoryService:
         """An exact write. A dry run only reads; a live one runs where the index is owned."""
         if req.dry_run:
             return self.exact_writer().plan(req).response
-        return WriteResponse.model_validate(self._as_writer("write", req))
+        return WriteResponse.model_validate(self.as_writer("write", req))
 
     def exact_writer(self) -> ExactWriter:
         return ExactWriter(self.settings, self.journal())
@@ -317,7 +361,7 @@ class DoryService:
     def journal(self) -> Journal:
         return Journal(self.settings.corpus, self.settings.journal_path)
 
-    def _as_writer(self, op: str, req: BaseModel) -> dict[str, Any]:
+    def as_writer(self, op: str, req: BaseModel) -> dict[str, Any]:
         """Run a write operation as the index's one writer: in the daemon when it runs (over its
         socket), else here under the writer lock."""
         with suppress(DaemonNotRunning):
@@ -329,6 +373,8 @@ class DoryService:
             response = self.run_write(op, req.model_dump(mode="json"))
             if vectors is not None:
                 vector_pass.finish(self.store, vectors, self.fingerprint(), self.settings.faiss_path)
+            with suppress(DoryError):  # session turns are small: embed them now (a daemon does it in the background)
+                self.embed_session_turns()
             return response
 
     def run_write(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -346,6 +392,8 @@ class DoryService:
         if op == "proposal_apply":
             self.index_paths(MEMORY_ROOTS)
             return self._apply_proposal_owned(ProposalDecision.model_validate(request)).model_dump(mode="json")
+        if op == "index_paths":
+            return self.index_paths(IndexPathsRequest.model_validate(request).paths).model_dump(mode="json")
         raise UsageError(f"unknown write operation {op!r}")
 
     # -- semantic writes and proposals -------------------------------------------------------
@@ -353,7 +401,7 @@ class DoryService:
         if req.dry_run:
             self._require_index()
             return self.semantic_writer().plan(req).response
-        return MemoryWriteResponse.model_validate(self._as_writer("memory_write", req))
+        return MemoryWriteResponse.model_validate(self.as_writer("memory_write", req))
 
     def semantic_writer(self) -> SemanticWriter:
         return SemanticWriter(self.settings, self.store.conn, self.journal())
@@ -382,7 +430,7 @@ class DoryService:
         return self.proposals().reject(req.id, req.reason)
 
     def proposal_apply(self, req: ProposalDecision) -> Proposal:
-        return Proposal.model_validate(self._as_writer("proposal_apply", req))
+        return Proposal.model_validate(self.as_writer("proposal_apply", req))
 
     def _apply_proposal_owned(self, req: ProposalDecision) -> Proposal:
         store = self.proposals()
@@ -416,13 +464,17 @@ class DoryService:
 
     # -- indexing ----------------------------------------------------------------------------
     def indexer(self, store: IndexStore) -> Indexer:
-        try:
-            counter = default_token_counter(self.settings.embedder.model_path)
-        except ModelUnavailable:
-            # A broken model must not stop the lexical pass; chunks are re-cut once it is fixed.
-            counter = NamedCounter(approx_token_count, APPROX_COUNTER_ID)
+        counter = self.token_counter()
         count = counter.count
         return Indexer(self.settings, store, lambda texts: [count(t) for t in texts], counter.identity)
+
+    def token_counter(self) -> NamedCounter:
+        """The MiniLM wordpiece counter, else the approximation: chunk sizes and every token budget."""
+        try:
+            return default_token_counter(self.settings.embedder.model_path)
+        except ModelUnavailable:
+            # A broken model must not stop the lexical pass; chunks are re-cut once it is fixed.
+            return NamedCounter(approx_token_count, APPROX_COUNTER_ID)
 
     @contextmanager
     def _existing_or_empty_store(self) -> Iterator[IndexStore]:
@@ -457,6 +509,7 @@ class DoryService:
                     response.vectors_embedded, response.vectors_reused = vector_pass.embed_pending(
                         self.store, vectors, self._require_embedder(), self.fingerprint(),
                         self.settings.faiss_path, progress)
+                    response.session_vectors_embedded = self.embed_session_turns(progress)
                 except DoryError as exc:
                     warnings.append(f"vectors not built: {exc.message}")
         response.vectors_pending = vector_pass.pending_count(self.store)
@@ -473,7 +526,18 @@ class DoryService:
         response = _reindex_response(report.plan, started, planned=False)
         response.chunks_written = report.chunks_written
         response.vectors_pending = vector_pass.pending_count(self.store)
+        sessions = sync_sessions(self.settings.corpus, self.session_store, IgnoreRules(self.settings.index.ignore),
+                                 paths)
+        response.sessions_indexed, response.sessions_deleted = len(sessions.indexed), len(sessions.deleted)
+        response.skipped += [SkippedFile(path=s.path, reason=s.reason, detail=s.detail) for s in sessions.skipped]
         return response
+
+    def embed_session_turns(self, progress: Progress = no_progress) -> int:
+        """Vectors for every session turn that has none (the owner's vector pass for the session plane)."""
+        if self.settings.embedder.backend == "none":
+            return 0
+        return session_vectors.embed_pending(self.session_store, self._require_embedder(), self.fingerprint(),
+                                             progress)
 
     @contextmanager
     def owning(self) -> Iterator[None]:

@@ -14,6 +14,8 @@ IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules"
 # Corpus folders never indexed nor served to agents: quarantined writes wait there for a person.
 QUARANTINE_DIR = "inbox/quarantine"
 UNSERVED_DIRS = frozenset({QUARANTINE_DIR})
+# Agent session transcripts: served by `get`, indexed in the session plane, never in durable memory.
+SESSIONS_ROOT = "logs/sessions"
 # Editor and sync-tool droppings (vim, JetBrains, sed -i, Syncthing, Dropbox, Office locks).
 TEMP_PATTERNS = (
     "*~",
@@ -38,11 +40,18 @@ def is_temp_name(name: str) -> bool:
 class IgnoreRules:
     """Decides which relative paths are skipped: built-in folders, hidden and temp names, user globs."""
 
-    def __init__(self, globs: Iterable[str] = ()) -> None:
+    def __init__(self, globs: Iterable[str] = (), excluded_dirs: Iterable[str] = ()) -> None:
         self.globs = tuple(globs)
+        self.excluded_dirs = frozenset(excluded_dirs)  # corpus folders one index leaves to another
+
+    @classmethod
+    def durable(cls, globs: Iterable[str] = ()) -> IgnoreRules:
+        """The rules of the durable index: everything but the session plane."""
+        return cls(globs, excluded_dirs=(SESSIONS_ROOT,))
 
     def skips_dir(self, name: str, rel: str) -> bool:
-        return name in IGNORED_DIRS or name.startswith(".") or rel in UNSERVED_DIRS or self._user_match(rel + "/")
+        return (name in IGNORED_DIRS or name.startswith(".") or rel in UNSERVED_DIRS or rel in self.excluded_dirs
+                or self._user_match(rel + "/"))
 
     def skips_file(self, name: str, rel: str) -> bool:
         if name.startswith(".") or is_temp_name(name):

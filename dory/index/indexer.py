@@ -54,7 +54,7 @@ class Indexer:
         self.store = store
         self.count_many = count_many
         self.chunker_id = f"{CHUNKER_VERSION}:{counter_id}:{settings.index.chunk_tokens}:{settings.index.chunk_overlap}"
-        self.rules = IgnoreRules(settings.index.ignore)
+        self.rules = IgnoreRules.durable(settings.index.ignore)
 
     # -- planning ----------------------------------------------------------------------------
     def scan(self) -> ScanResult:

@@ -18,6 +18,8 @@ from dory.index import vector_pass
 from dory.index.store import IndexStore, now_iso
 from dory.jobs.writer import IndexWriter
 from dory.service import DoryService
+from dory.sessions import vectors as session_vectors
+from dory.sessions.store import SessionStore
 
 log = logging.getLogger("dory.embed")
 RETRY_AFTER_ERROR_S = 30.0
@@ -29,6 +31,7 @@ class EmbedStats:
     embedded: int = 0  # chunks the model embedded
     reused: int = 0  # chunks whose vector came from the cache (renames, re-saves)
     stored: int = 0
+    turns_embedded: int = 0  # session turns
     last_batch_at: str | None = None
     last_error: str | None = None
 
@@ -64,13 +67,40 @@ class EmbedWorker:
     def _loop(self) -> None:
         settings = self.service.settings
         reader = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
+        turns = SessionStore(settings.sessions_db_path, settings.index.tokenizer, readonly=True)
         try:
             while not self._stop.is_set():
                 self._wake.wait(timeout=5.0)
                 self._wake.clear()
                 self._drain(reader)
+                self._drain_turns(turns)
         finally:
             reader.close()
+            turns.close()
+
+    def _drain_turns(self, reader: SessionStore) -> None:
+        """Session turns after durable chunks: durable memory is what most searches read."""
+        embedder = self.service.embedder
+        if embedder is None:
+            return
+        fingerprint = self.service.fingerprint()
+        while not self._stop.is_set():
+            self.busy = True
+            try:
+                limit = self.service.settings.daemon.embed_batch
+                batch = session_vectors.embed_batch(reader, embedder, fingerprint, limit)
+                if batch is None:
+                    return
+                self.writer.call(lambda b=batch: self.service.session_store.store_vectors(fingerprint, b))
+            except DaemonNotRunning:
+                return
+            except Exception as exc:  # as for chunks: keep the backlog, retry later
+                self.stats.last_error = f"{now_iso()}: {exc}"
+                log.warning("embedding session turns failed: %s", exc)
+                return
+            finally:
+                self.busy = False
+            self.stats.turns_embedded += len(batch)
 
     def _drain(self, reader: IndexStore) -> None:
         embedder = self.service.embedder

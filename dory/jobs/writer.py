@@ -72,6 +72,7 @@ class IndexWriter:
         self._thread.start()
         warnings: list[str] = []
         self.vectors = self.call(lambda: self.service.owned_vectors(warnings))
+        self.call(lambda: self.service.session_store)  # created here, so readers can open it
         if self.service.vectors_repaired:
             self._faiss_dirty = True  # persist the repaired index soon
         return warnings

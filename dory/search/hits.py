@@ -98,8 +98,12 @@ def coverage(c: Candidate, parsed: ParsedQuery) -> float:
 
 
 def snippet(c: Candidate, parsed: ParsedQuery, width: int = SNIPPET_CHARS) -> str:
+    return text_snippet(c.text, parsed, width)
+
+
+def text_snippet(text: str, parsed: ParsedQuery, width: int = SNIPPET_CHARS) -> str:
     """The line with the most query terms, cut to `width` characters centred on the first term."""
-    lines = [line for line in c.text.split("\n") if line.strip()]
+    lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         return ""
     stems = _stems(parsed.all_terms)

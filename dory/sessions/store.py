@@ -9,9 +9,12 @@ good matches the newer one wins, but recency never lifts a weak match over a str
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from dory.index import db
 from dory.search.query import fts_match, parse_query
@@ -44,10 +47,24 @@ CREATE TABLE IF NOT EXISTS messages (
     time TEXT,
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    weight REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS messages_session ON messages(session_row);
+CREATE INDEX IF NOT EXISTS messages_hash ON messages(text_hash);
+CREATE INDEX IF NOT EXISTS messages_mid ON messages(message_id);
+CREATE TABLE IF NOT EXISTS embeddings (
+    text_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (text_hash, fingerprint)
+);
 """
+# The frontmatter key holding agents' weights for messages (`dory context mark`).
+WEIGHTS_KEY = "weights"
+# The session index is disposable: a file of another version is rebuilt from the transcripts.
+SCHEMA_VERSION = 2
 # How much a brand-new session is favoured over an old one with the same BM25 score, and how fast
 # that favour fades (halves every RECENCY_HALF_LIFE_DAYS).
 RECENCY_WEIGHT = 0.5
@@ -79,16 +96,22 @@ class SessionHit:
     end_line: int
     text: str
     score: float
+    row: int = -1  # the turn's row in this index (for fusion), not stable across rebuilds
 
 
 class SessionStore:
     def __init__(self, path: Path, tokenizer: str, readonly: bool = False) -> None:
         self.conn = db.connect(path, readonly=readonly)
+        self._matrix: tuple[tuple[int, int, int, str], np.ndarray, np.ndarray] | None = None
         if not readonly:
             with self.conn:
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    for table in ("messages_fts", "embeddings", "messages", "sessions"):
+                        self.conn.execute(f"DROP TABLE IF EXISTS {table}")
                 self.conn.executescript(SCHEMA)
                 self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, title, "
                                   f"tokenize = '{tokenizer}')")
+                self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.conn.close()
@@ -104,19 +127,20 @@ class SessionStore:
 
     def upsert(self, rel: str, session: Session, size: int, mtime_ns: int, sha256: str) -> None:
         """Replace a transcript's rows (the caller owns the transaction)."""
+        weights = parse_weights(session.extra.get(WEIGHTS_KEY))
         self.delete(rel)
         row = self.conn.execute(
             "INSERT INTO sessions(path, session_id, agent, device, title, status, started, updated, message_count, "
             "size, mtime_ns, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rel, session.session_id, session.agent, session.device, session.title, session.status, session.started,
-             session.updated, len(session.messages), size, mtime_ns, sha256),
+             session.updated, len(session.turns()), size, mtime_ns, sha256),
         ).lastrowid
-        for ordinal, message in enumerate(session.messages):
+        for ordinal, message in enumerate(session.turns()):
             message_row = self.conn.execute(
-                "INSERT INTO messages(session_row, ordinal, message_id, role, kind, time, start_line, end_line, text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages(session_row, ordinal, message_id, role, kind, time, start_line, end_line, text, "
+                "text_hash, weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (row, ordinal, message.id, message.role, message.kind, message.time, message.start_line,
-                 message.end_line, message.text),
+                 message.end_line, message.text, text_hash(message.text), weights.get(message.id, 0.0)),
             ).lastrowid
             self.conn.execute("INSERT INTO messages_fts(rowid, text, title) VALUES (?, ?, ?)",
                               (message_row, message.text, session.title))
@@ -129,25 +153,121 @@ class SessionStore:
                           (row[0],))
         self.conn.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
 
+    def recent(self, status: str, limit: int) -> list[tuple[str, str, str, str | None]]:
+        """(path, title, agent, updated) of the newest sessions with this status."""
+        rows = self.conn.execute("SELECT path, title, agent, updated FROM sessions WHERE status = ? "
+                                 "ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (status, limit))
+        return [(row[0], row[1], row[2], row[3]) for row in rows]
+
+    # -- lexical -----------------------------------------------------------------------------
     def search(self, query: str, scope: SessionScope, limit: int, now: dt.datetime | None = None) -> list[SessionHit]:
+        """Turns by BM25 with the recency nudge."""
+        return self.hits([(row, score) for row, score in self.lexical(query, scope, limit, now)])
+
+    def lexical(self, query: str, scope: SessionScope, limit: int,
+                now: dt.datetime | None = None) -> list[tuple[int, float]]:
+        """(message row, score) best first."""
         match = fts_match(parse_query(query))
         if match is None:
             return []
         where, params = _scope_sql(scope)
         rows = self.conn.execute(
-            "SELECT s.path, s.session_id, s.agent, s.title, s.updated, m.message_id, m.role, m.time, m.start_line, "
-            "m.end_line, m.text, bm25(messages_fts, 1.0, 0.5) AS rank FROM messages_fts "
+            "SELECT m.id, m.time, s.updated, bm25(messages_fts, 1.0, 0.5) AS rank FROM messages_fts "
             "JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_row "
             f"WHERE messages_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
             (match, *params, limit * CANDIDATES_PER_HIT),
         ).fetchall()
         now = now or dt.datetime.now(dt.UTC)
-        hits = [SessionHit(r["path"], r["session_id"], r["agent"], r["title"], r["message_id"], r["role"], r["time"],
-                           r["start_line"], r["end_line"], r["text"],
-                           -r["rank"] * (1 + RECENCY_WEIGHT * _freshness(r["time"] or r["updated"], now)))
-                for r in rows]
-        hits.sort(key=lambda hit: -hit.score)
-        return hits[:limit]
+        scored = [(r[0], -r[3] * (1 + RECENCY_WEIGHT * _freshness(r[1] or r[2], now))) for r in rows]
+        scored.sort(key=lambda item: -item[1])
+        return scored[:limit]
+
+    def hits(self, ranked: list[tuple[int, float]]) -> list[SessionHit]:
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        rows = {r["id"]: r for r in self.conn.execute(
+            "SELECT m.id, s.path, s.session_id, s.agent, s.title, m.message_id, m.role, m.time, m.start_line, "
+            f"m.end_line, m.text FROM messages m JOIN sessions s ON s.id = m.session_row WHERE m.id IN ({marks})",
+            [row for row, _ in ranked])}
+        return [SessionHit(r["path"], r["session_id"], r["agent"], r["title"], r["message_id"], r["role"], r["time"],
+                           r["start_line"], r["end_line"], r["text"], score, row)
+                for row, score in ranked if (r := rows.get(row)) is not None]
+
+    # -- vectors -----------------------------------------------------------------------------
+    def pending_vectors(self, fingerprint: str, limit: int) -> list[tuple[str, str]]:
+        """(text hash, text) of turns with no vector for this fingerprint yet."""
+        rows = self.conn.execute(
+            "SELECT text_hash, min(text) FROM messages WHERE text_hash NOT IN "
+            "(SELECT text_hash FROM embeddings WHERE fingerprint = ?) GROUP BY text_hash LIMIT ?", (fingerprint, limit))
+        return [(row[0], row[1]) for row in rows]
+
+    def pending_count(self, fingerprint: str) -> int:
+        return self.conn.execute(
+            "SELECT count(DISTINCT text_hash) FROM messages WHERE text_hash NOT IN "
+            "(SELECT text_hash FROM embeddings WHERE fingerprint = ?)", (fingerprint,)).fetchone()[0]
+
+    def store_vectors(self, fingerprint: str, vectors: list[tuple[str, np.ndarray]]) -> None:
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO embeddings(text_hash, fingerprint, vector) VALUES (?, ?, ?)",
+                [(digest, fingerprint, np.asarray(vector, dtype=np.float32).tobytes()) for digest, vector in vectors])
+
+    def prune_vectors(self) -> int:
+        """Drop cached vectors no turn uses any more."""
+        with self.conn:
+            return self.conn.execute(
+                "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM messages)").rowcount
+
+    def vector(self, query: np.ndarray, fingerprint: str, scope: SessionScope, limit: int) -> list[tuple[int, float]]:
+        """(message row, cosine) of the nearest embedded turns in scope, best first."""
+        ids, matrix = self._vectors(fingerprint)
+        if not len(ids):
+            return []
+        scores = matrix @ np.asarray(query, dtype=np.float32)
+        if scope != SessionScope():
+            where, params = _scope_sql(scope)
+            allowed = {row[0] for row in self.conn.execute(
+                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params)}
+            keep = np.fromiter((int(i) in allowed for i in ids), dtype=bool, count=len(ids))
+            ids, scores = ids[keep], scores[keep]
+        top = np.argsort(-scores, kind="stable")[:limit]
+        return [(int(ids[i]), float(scores[i])) for i in top]
+
+    def _vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every embedded turn's vector, read once and kept until the index changes."""
+        row = self.conn.execute("SELECT count(*), coalesce(max(id), 0), (SELECT count(*) FROM embeddings) "
+                                "FROM messages").fetchone()
+        stamp = (row[0], row[1], row[2], fingerprint)
+        if self._matrix is None or self._matrix[0] != stamp:
+            rows = self.conn.execute(
+                "SELECT m.id, e.vector FROM messages m JOIN embeddings e ON e.text_hash = m.text_hash "
+                "AND e.fingerprint = ? ORDER BY m.id", (fingerprint,)).fetchall()
+            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            matrix = np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows]) if rows \
+                else np.empty((0, 0), dtype=np.float32)
+            self._matrix = (stamp, ids, matrix)
+        return self._matrix[1], self._matrix[2]
+
+
+def parse_weights(value: object) -> dict[str, float]:
+    """Agent weights as kept in a transcript's frontmatter: `weights: "m-<id>=2 m-<id>=0.5"`."""
+    weights: dict[str, float] = {}
+    for item in str(value or "").split():
+        message, _, number = item.partition("=")
+        try:
+            weights[message] = float(number)
+        except ValueError:
+            continue
+    return weights
+
+
+def render_weights(weights: dict[str, float]) -> str:
+    return " ".join(f"{message}={weight:g}" for message, weight in sorted(weights.items()) if weight)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _freshness(stamp: str | None, now: dt.datetime) -> float:
@@ -166,6 +286,8 @@ def _freshness(stamp: str | None, now: dt.datetime) -> float:
 
 def _scope_sql(scope: SessionScope) -> tuple[str, list[str]]:
     clauses, params = ["1 = 1"], []
+    if scope.status != "deleted":
+        clauses.append("s.status != 'deleted'")  # a deleted session is found only when asked for
     for column, value in (("s.agent", scope.agent), ("s.device", scope.device), ("s.session_id", scope.session_id),
                           ("s.status", scope.status)):
         if value is not None:

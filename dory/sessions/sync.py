@@ -11,13 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dory.corpus.atomic import sha256_of
-from dory.corpus.paths import IgnoreRules
+from dory.corpus.paths import SESSIONS_ROOT, IgnoreRules
 from dory.corpus.scan import Skip, scan_paths
 from dory.errors import DoryError
 from dory.sessions.store import SessionStore
-from dory.sessions.transcript import parse_session
-
-SESSIONS_ROOT = "logs/sessions"
+from dory.sessions.transcript import SUMMARY_SUFFIX, parse_session
 
 
 @dataclass
@@ -31,7 +29,7 @@ class SyncReport:
 def sync_sessions(corpus: Path, store: SessionStore, rules: IgnoreRules, paths: list[str] | None = None) -> SyncReport:
     """Index new and changed transcripts and drop vanished ones, under `paths` (default: all of
     `logs/sessions/`); paths outside it are ignored."""
-    roots = [SESSIONS_ROOT] if paths is None else [p for p in paths if is_session_path(p) or p == SESSIONS_ROOT]
+    roots = [SESSIONS_ROOT] if paths is None else sorted({_session_root(p) for p in paths} - {None})  # type: ignore[arg-type]
     report = SyncReport()
     if not roots:
         return report
@@ -39,6 +37,8 @@ def sync_sessions(corpus: Path, store: SessionStore, rules: IgnoreRules, paths: 
     known = store.indexed()
     with store.conn:
         for rel, st in scan.files.items():
+            if rel.endswith(SUMMARY_SUFFIX):
+                continue
             old = known.get(rel)
             if old and (old[0], old[1]) == (st.size, st.mtime_ns):
                 report.unchanged += 1
@@ -47,7 +47,7 @@ def sync_sessions(corpus: Path, store: SessionStore, rules: IgnoreRules, paths: 
         report.skipped += scan.skipped
         if scan.complete:
             for rel in known:
-                if scan.in_scope(rel) and rel not in scan.files:
+                if scan.in_scope(rel) and (rel not in scan.files or rel.endswith(SUMMARY_SUFFIX)):
                     store.delete(rel)
                     report.deleted.append(rel)
     return report
@@ -71,6 +71,13 @@ def _index_one(corpus: Path, store: SessionStore, rel: str, stat: tuple[int, int
         return
     store.upsert(rel, session, stat[0], stat[1], digest)
     report.indexed.append(rel)
+
+
+def _session_root(rel: str) -> str | None:
+    """The part of the session plane a changed path covers (a moved `logs/` folder covers all of it)."""
+    if is_session_path(rel) or rel == SESSIONS_ROOT:
+        return rel
+    return SESSIONS_ROOT if SESSIONS_ROOT.startswith(rel.rstrip("/") + "/") else None
 
 
 def is_session_path(rel: str) -> bool:

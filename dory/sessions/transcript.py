@@ -70,6 +70,7 @@ from pathlib import PurePosixPath
 from typing import Any, Literal, get_args
 
 from dory.corpus.document import ReadProblem, parse_document
+from dory.corpus.paths import SESSIONS_ROOT
 from dory.errors import BrokenFrontmatter, UnreadableFile
 from dory.memory.frontmatter import render
 from dory.sessions.clean import clean_text
@@ -84,8 +85,9 @@ _STATUS_SYNONYMS = {"closed": "done", "complete": "done", "completed": "done", "
                     "open": "active", "running": "active", "aborted": "interrupted", "tombstone": "deleted"}
 _OWNED_KEYS = ("title", "type", "status", "canonical", "source_kind", "agent", "device", "session_id",
                "started", "updated", "messages", "source_format", "source_path")
-SESSIONS_ROOT = "logs/sessions"
 TOOL_CALLS = "Tool calls:"
+# A session's continuation summary lives next to its transcript: `<transcript stem>.summary.md`.
+SUMMARY_SUFFIX = ".summary.md"
 _SEP = " · "
 _HEADING = re.compile(
     r"^## (?P<role>user|assistant|tool|system)(?:\s+·\s+(?P<time>\S+))?\s+·\s+(?P<id>m-[0-9a-f]{12})"
@@ -198,6 +200,9 @@ class Session:
     source_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # frontmatter keys Dory does not own, kept as they are
     preamble: str = ""  # text between the frontmatter and the first message (hand-written notes)
+    # For a transcript written in another layout (no message headings): its paragraphs, so recall
+    # can still point at a turn. Never rendered; a merge or an edit works on `messages` only.
+    text_turns: list[Message] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.session_id = one_line(str(self.session_id))
@@ -210,6 +215,10 @@ class Session:
         self.started = normalise_time(self.started)
         self.updated = normalise_time(self.updated)
         self.preamble = tidy(clean_text(self.preamble))
+
+    def turns(self) -> list[Message]:
+        """What recall and context packing see: the messages, else the paragraphs of a foreign layout."""
+        return self.messages or self.text_turns
 
 
 def default_title(agent: str, session_id: str) -> str:
@@ -298,7 +307,32 @@ def parse_session(rel_path: str, data: bytes) -> Session:
     if doc.frontmatter_error:
         raise BrokenFrontmatter(f"{rel_path}: {doc.frontmatter_error}", path=rel_path)
     preamble, messages = _parse_body(doc.lines, doc.body_start)
-    return _session_from(doc.frontmatter, rel_path, preamble, messages)
+    session = _session_from(doc.frontmatter, rel_path, preamble, messages)
+    if not messages:
+        session.text_turns = _paragraph_turns(session.session_id, doc.lines, doc.body_start)
+    return session
+
+
+def _paragraph_turns(session_id: str, lines: list[str], start: int) -> list[Message]:
+    """Blank-line separated paragraphs (headings left out) as turns with their exact line ranges."""
+    turns: list[Message] = []
+    seen: dict[str, int] = {}
+    index = start
+    while index < len(lines):
+        if not lines[index].strip():
+            index += 1
+            continue
+        first = index
+        while index < len(lines) and lines[index].strip():
+            index += 1
+        text = "\n".join(lines[first:index])
+        if text.lstrip().startswith("#") and index - first == 1:
+            continue
+        seen[text] = seen.get(text, 0) + 1
+        turn = new_message(session_id, "user", None, text, occurrence=seen[text])
+        turn.start_line, turn.end_line = first + 1, index
+        turns.append(turn)
+    return turns
 
 
 def _sections(lines: list[str], start: int) -> list[_Section]:

@@ -16,7 +16,7 @@ import click
 from dory.config import load_settings
 from dory.errors import DoryError, JobFailed
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
-from dory.surfaces import memory_cli, render
+from dory.surfaces import context_cli, memory_cli, render, sessions_cli
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
 
@@ -69,7 +69,9 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
 @cli.command()
 @click.argument("query")
 @click.option("-m", "--mode", default="hybrid", show_default=True,
-              help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact")
+              help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact | recall (sessions)")
+@click.option("--corpus", "corpus", type=click.Choice(["durable", "sessions", "all"]), default="durable",
+              show_default=True, help="durable memory, agent session transcripts, or both")
 @click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
 @click.option("--path", "path_glob", help="only paths matching this glob, e.g. 'projects/*'")
 @click.option("--type", "types", multiple=True, help="frontmatter type (repeatable)")
@@ -77,16 +79,22 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
 @click.option("--tag", "tags", multiple=True, help="required tag (repeatable)")
 @click.option("--since", help="YYYY-MM-DD")
 @click.option("--until", help="YYYY-MM-DD")
+@click.option("--agent", help="sessions: only this agent's")
+@click.option("--device", help="sessions: only this device's")
+@click.option("--session", "session_id", help="sessions: only this session")
 @click.option("--all-chunks", is_flag=True, help="allow several results from one file")
 @click.option("--debug", is_flag=True, help="show per-stage scores")
 @click.pass_context
 @command
-def search(ctx: click.Context, query: str, mode: str, k: int, path_glob: str | None, types: tuple[str, ...],
-           statuses: tuple[str, ...], tags: tuple[str, ...], since: str | None, until: str | None,
-           all_chunks: bool, debug: bool) -> Result:
-    """Search the corpus."""
-    scope = Scope(path=path_glob, type=list(types), status=list(statuses), tags=list(tags), since=since, until=until)
-    req = SearchRequest(query=query, mode=mode, k=k, scope=scope, per_file=not all_chunks, debug=debug)
+def search(ctx: click.Context, query: str, mode: str, corpus: str, k: int, path_glob: str | None,
+           types: tuple[str, ...], statuses: tuple[str, ...], tags: tuple[str, ...], since: str | None,
+           until: str | None, agent: str | None, device: str | None, session_id: str | None, all_chunks: bool,
+           debug: bool) -> Result:
+    """Search the corpus: durable memory by default, session transcripts with --corpus or -m recall."""
+    scope = Scope(path=path_glob, type=list(types), status=list(statuses), tags=list(tags), since=since, until=until,
+                  agent=agent, device=device, session_id=session_id)
+    req = SearchRequest(query=query, mode=mode, corpus=corpus, k=k, scope=scope,  # type: ignore[arg-type]
+                        per_file=not all_chunks, debug=debug)
     with service(ctx) as svc:
         res = svc.search(req)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)
@@ -217,7 +225,7 @@ def models_status() -> Result:
     return status_, lambda: render.model(status_)
 
 
-for _command in memory_cli.COMMANDS:
+for _command in memory_cli.COMMANDS + sessions_cli.COMMANDS + context_cli.COMMANDS:
     cli.add_command(_command)
 
 

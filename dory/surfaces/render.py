@@ -17,6 +17,11 @@ from dory.models import (
     ProposalListResponse,
     ReindexResponse,
     SearchResponse,
+    SessionImportResponse,
+    SessionInfo,
+    SessionIngestResponse,
+    SessionListResponse,
+    SessionShowResponse,
     StatusResponse,
     WriteResponse,
 )
@@ -29,7 +34,10 @@ def search(res: SearchResponse) -> str:
     for n, hit in enumerate(res.hits, start=1):
         out.append(f"{n:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}  "
                    f"[{hit.evidence_class}, {hit.confidence}]")
-        if hit.heading_path:
+        if hit.turn:
+            out.append(f"    § {hit.turn.role} · {hit.turn.time or 'no time'} · {hit.turn.message_id} "
+                       f"({hit.turn.agent}, session {hit.turn.session_id})")
+        elif hit.heading_path:
             out.append(f"    § {' › '.join(hit.heading_path)}")
         if hit.snippet:
             out.append(f"    {hit.snippet}")
@@ -219,3 +227,50 @@ def _with_warnings_and_preview(lines: list[str], warnings: list[str], preview: s
     if preview is not None:
         lines += ["", preview.rstrip("\n")]
     return "\n".join(lines)
+
+
+def ingest(res: SessionIngestResponse) -> str:
+    verb = "would import" if res.dry_run else "imported"
+    out = [f"{verb} {len(res.sessions)} session(s) from {res.source or 'stdin'} ({res.format}); "
+           f"{res.redactions} secret(s) redacted"]
+    out += [f"  {s.action:<12} {s.path}  (+{s.added}, {s.messages} turns)  {s.title}" for s in res.sessions]
+    out += [f"  ! line {p.line}: {p.message}" if p.line else f"  ! {p.message}" for p in res.problems]
+    return "\n".join(out)
+
+
+def import_local(res: SessionImportResponse) -> str:
+    out = [f"{name}: {root or 'not found on this machine'}" for name, root in res.roots.items()]
+    out.append(", ".join(f"{key} {value}" for key, value in res.counts.items()))
+    for result in res.files:
+        out += [f"  {s.action:<12} {s.path} (+{s.added})" for s in result.sessions if s.action != "unchanged"]
+        out += [f"  ! {result.source}:{p.line}: {p.message}" for p in result.problems]
+    out += [f"! {w}" for w in res.warnings]
+    return "\n".join(out)
+
+
+def session_info(s: SessionInfo) -> str:
+    return (f"{s.session_id}  [{s.status}]  {s.agent}@{s.device}  {s.updated or s.started or 'undated'}  "
+            f"{s.messages} turns\n  {s.title}\n  {s.path}")
+
+
+def session_list(res: SessionListResponse) -> str:
+    if not res.sessions:
+        return "no sessions"
+    out = [session_info(s) for s in res.sessions]
+    if res.total > len(res.sessions):
+        out.append(f"… {res.total - len(res.sessions)} more (use -n)")
+    return "\n".join(out)
+
+
+def session_show(res: SessionShowResponse) -> str:
+    out = [session_info(res.session)]
+    if res.summary:
+        out += ["", res.summary.rstrip()]
+    if len(res.turns) < res.total_turns:
+        out.append(f"(last {len(res.turns)} of {res.total_turns} turns)")
+    for turn in res.turns:
+        kind = "" if turn.kind == "message" else f" · {turn.kind}"
+        out += ["", f"## {turn.role} · {turn.time or 'no time'} · {turn.id}{kind}  (lines {turn.start_line}-"
+                    f"{turn.end_line})", turn.text]
+        out += [f"  → {call}" for call in turn.tool_calls]
+    return "\n".join(out)

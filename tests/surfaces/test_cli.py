@@ -451,7 +451,7 @@ def test_models_status_json(cli: Cli) -> None:
 # -- usage and configuration errors --------------------------------------------------------------
 @pytest.mark.parametrize(("key", "message"), [
     (batched(*IX, "search", "quokka", "--mode", "bogus", "--json"),
-     "mode: Value error, unknown mode 'bogus'; use one of bm25, vector, hybrid, exact"),
+     "mode: Value error, unknown mode 'bogus'; use one of bm25, vector, hybrid, exact, recall"),
     (batched(*IX, "search", "   ", "--json"), "query: Value error, query is blank"),
 ], ids=["unknown-mode", "blank-query"])
 def test_bad_arguments_are_usage_errors_with_exit_2(cli: Cli, key: Key, message: str) -> None:

@@ -43,9 +43,18 @@ def test_mode_aliases(alias: str, mode: str) -> None:
     assert SearchRequest(query="q", mode=alias).mode == mode
 
 
+def test_recall_reads_the_session_plane_and_exact_refuses_it() -> None:
+    assert SearchRequest(query="q", mode="recall").corpus == "sessions"
+    assert SearchRequest(query="q", mode="recall", corpus="all").corpus == "all"
+    assert refusal(SearchRequest, query="q", mode="exact", corpus="sessions") == (
+        ": Value error, exact mode searches durable memory only; use bm25 or recall for sessions")
+    assert refusal(SearchRequest, query="q", corpus="logs") == (
+        "corpus: Input should be 'durable', 'sessions' or 'all'")
+
+
 def test_unknown_mode_and_bad_k() -> None:
     assert refusal(SearchRequest, query="q", mode="fuzzy") == (
-        "mode: Value error, unknown mode 'fuzzy'; use one of bm25, vector, hybrid, exact")
+        "mode: Value error, unknown mode 'fuzzy'; use one of bm25, vector, hybrid, exact, recall")
     assert refusal(SearchRequest, query="q", k=201) == "k: Input should be less than or equal to 200"
     assert refusal(SearchRequest, query="q", surprise=1) == "surprise: Extra inputs are not permitted"
 

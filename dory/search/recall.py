@@ -1,0 +1,89 @@
+"""Recall: search over the session plane, and the merge of session turns into durable results.
+
+Turns are ranked like durable chunks (reciprocal rank fusion of BM25 and vector lists), but every
+hit names the exact turn: its line range and message id. Session evidence is weaker than curated
+memory, so when both corpora are searched a turn's fused score is scaled by SESSION_FACTOR before
+the two lists are merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dory.config import SearchSettings
+from dory.errors import BackendUnavailable
+from dory.models import Scope, SearchHit, SearchRequest, SessionTurn, StageScores
+from dory.search.hits import text_snippet
+from dory.search.query import ParsedQuery, parse_query
+from dory.sessions.store import SessionHit, SessionScope, SessionStore
+
+# Session turns against curated notes in corpus=all (the same weight the policy gives `logs/`).
+SESSION_FACTOR = 0.75
+QueryVector = Callable[[str], tuple[np.ndarray, str]]  # query → (vector, fingerprint)
+
+
+def session_scope(scope: Scope) -> SessionScope:
+    status = scope.status[0] if len(scope.status) == 1 else None
+    return SessionScope(agent=scope.agent, device=scope.device, session_id=scope.session_id, status=status,
+                        since=scope.since, until=scope.until)
+
+
+def recall(store: SessionStore, req: SearchRequest, settings: SearchSettings, query_vector: QueryVector | None,
+           warnings: list[str], limit: int | None = None) -> list[SearchHit]:
+    """The best turns for the request (mode bm25, vector, hybrid or recall, which is hybrid)."""
+    scope = session_scope(req.scope)
+    wanted = limit or req.k
+    pool = max(settings.candidates, wanted * 5)
+    lists: dict[str, list[tuple[int, float]]] = {}
+    if req.mode in ("bm25", "hybrid", "recall"):
+        lists["bm25"] = store.lexical(req.query, scope, pool)
+    if req.mode in ("vector", "hybrid", "recall"):
+        try:
+            if query_vector is None:
+                raise BackendUnavailable("no embedder is configured (embedder.backend = none)")
+            vector, fingerprint = query_vector(req.query)
+            lists["vector"] = store.vector(vector, fingerprint, scope, pool)
+        except BackendUnavailable as exc:
+            if req.mode == "vector":
+                raise
+            warnings.append(f"session vectors unavailable, turns are found by keywords only: {exc.message}")
+    weights = {"bm25": settings.lexical_weight, "vector": settings.vector_weight}
+    fused: dict[int, float] = {}
+    for name, ranked in lists.items():
+        for rank, (row, _) in enumerate(ranked, start=1):
+            fused[row] = fused.get(row, 0.0) + weights[name] / (settings.rrf_k + rank)
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+    parsed = parse_query(req.query)
+    return [_hit(hit, parsed, position, _stages(hit.row, lists, hit.score) if req.debug else None)
+            for position, hit in enumerate(store.hits(ranked), start=1)]
+
+
+def _stages(row: int, lists: dict[str, list[tuple[int, float]]], fused: float) -> StageScores:
+    stages: dict[str, float | int] = {}
+    for name, ranked in lists.items():
+        for rank, (other, score) in enumerate(ranked, start=1):
+            if other == row:
+                stages[f"{name}_rank"], stages[f"{name}_score"] = rank, round(score, 6)
+                break
+    return StageScores(**stages, fused=fused, final=fused)  # type: ignore[arg-type]
+
+
+def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScores | None) -> SearchHit:
+    heading = f"{hit.role} · {hit.time}" if hit.time else hit.role
+    return SearchHit(
+        path=hit.path, title=hit.title, chunk_id=f"{hit.path}#{hit.message_id}", start_line=hit.start_line,
+        end_line=hit.end_line, heading_path=[heading], snippet=text_snippet(hit.text, parsed),
+        evidence_class="session", confidence="medium" if position == 1 else "low", score=round(hit.score, 6),
+        explain=explain,
+        turn=SessionTurn(session_id=hit.session_id, message_id=hit.message_id, agent=hit.agent, role=hit.role,
+                         time=hit.time),
+    )
+
+
+def merge(durable: list[SearchHit], sessions: list[SearchHit], k: int) -> list[SearchHit]:
+    """Durable hits and session turns in one list: session scores scaled down, best k kept."""
+    scaled = [hit.model_copy(update={"score": round(hit.score * SESSION_FACTOR, 6)}) for hit in sessions]
+    merged = sorted([*durable, *scaled], key=lambda hit: -hit.score)
+    return merged[:k]

@@ -1,0 +1,212 @@
+"""Session operations for every surface: ingest, import from this machine's harnesses, list, show,
+history, export, rename, delete and restore. Bound to one DoryService (its stores and its writer)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dory.errors import DoryError, UsageError
+from dory.models import (
+    MAX_INGEST_BYTES,
+    IndexPathsRequest,
+    IngestProblem,
+    SessionExportResponse,
+    SessionImportRequest,
+    SessionImportResponse,
+    SessionInfo,
+    SessionIngestRequest,
+    SessionIngestResponse,
+    SessionListRequest,
+    SessionListResponse,
+    SessionShowResponse,
+    SessionUpdateRequest,
+    Turn,
+)
+from dory.sessions.files import SessionFiles, info
+from dory.sessions.importers import detect_format, parse_source
+from dory.sessions.transcript import Message, slug
+
+if TYPE_CHECKING:
+    from dory.service import DoryService
+
+# Where the harnesses keep their transcripts (override with the environment, e.g. for tests).
+HARNESS_ROOTS = {
+    "claude-code": ("DORY_CLAUDE_PROJECTS_ROOT", "~/.claude/projects"),
+    "codex": ("DORY_CODEX_SESSIONS_ROOT", "~/.codex/sessions"),
+}
+_JSONL_TYPES = {"user": "user", "assistant": "assistant", "tool": "tool_result", "system": "system"}
+
+
+def this_device() -> str:
+    return slug(socket.gethostname(), 40) or "unknown"
+
+
+class SessionService:
+    def __init__(self, service: DoryService) -> None:
+        self.service = service
+
+    @property
+    def files(self) -> SessionFiles:
+        return SessionFiles(self.service.settings.corpus, self.service.session_store)
+
+    # -- ingest ------------------------------------------------------------------------------
+    def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
+        response = self._save(req.content.encode("utf-8", "surrogatepass"), req)
+        self._index([s.path for s in response.sessions if s.action in ("created", "appended")], response)
+        return response
+
+    def _save(self, data: bytes, req: SessionIngestRequest) -> SessionIngestResponse:
+        fmt = detect_format(data, req.source_path) if req.format == "auto" else req.format
+        result = parse_source(data, fmt, req.source_path, req.agent, req.device or this_device(),  # type: ignore[arg-type]
+                              now=dt.datetime.now(dt.UTC))
+        problems = [IngestProblem(line=p.line, message=p.message) for p in result.problems]
+        saved = []
+        files = self.files
+        for session in result.sessions:
+            try:
+                saved.append(files.save(session, req.dry_run))
+            except DoryError as exc:  # a transcript with broken frontmatter is never rewritten
+                problems.append(IngestProblem(line=0, message=f"session {session.session_id}: {exc.message}"))
+        return SessionIngestResponse(source=req.source_path, format=fmt, sessions=saved, problems=problems,
+                                     redactions=result.redactions, dry_run=req.dry_run)
+
+    def _index(self, paths: list[str], response: SessionIngestResponse) -> None:
+        if paths and not response.dry_run:
+            self.service.as_writer("index_paths", IndexPathsRequest(paths=paths))
+            response.indexed = True
+
+    def import_local(self, req: SessionImportRequest) -> SessionImportResponse:
+        """Every Claude Code and Codex transcript on this machine (idempotent: re-running adds only new turns)."""
+        since = _day_start(req.since) if req.since else None
+        roots: dict[str, str | None] = {}
+        results, warnings, changed = [], [], []
+        for harness in req.harnesses:
+            root = harness_root(harness)
+            roots[harness] = str(root) if root.is_dir() else None
+            for path in _transcripts(root, harness, since, warnings):
+                data = path.read_bytes()
+                one = self._save(data, SessionIngestRequest(content="-", format=harness, source_path=str(path),  # type: ignore[arg-type]
+                                                            dry_run=req.dry_run))
+                results.append(one)
+                changed += [s.path for s in one.sessions if s.action in ("created", "appended")]
+        response = SessionImportResponse(roots=roots, files=results, counts=_counts(results), warnings=warnings)
+        if changed and not req.dry_run:
+            self.service.as_writer("index_paths", IndexPathsRequest(paths=changed))
+        return response
+
+    # -- reading -----------------------------------------------------------------------------
+    def list(self, req: SessionListRequest) -> SessionListResponse:
+        clauses, params = ["1 = 1"], []
+        for column, value in (("agent", req.agent), ("status", req.status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if not req.include_deleted and req.status != "deleted":
+            clauses.append("status != 'deleted'")
+        if req.since:
+            clauses.append("substr(coalesce(updated, started, ''), 1, 10) >= ?")
+            params.append(req.since)
+        where = " AND ".join(clauses)
+        conn = self.service.session_store.conn
+        total = conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
+        rows = conn.execute(
+            "SELECT path, session_id, agent, device, title, status, started, updated, message_count FROM sessions "
+            f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (*params, req.limit))
+        sessions = [SessionInfo(path=r[0], session_id=r[1], agent=r[2], device=r[3], title=r[4], status=r[5],
+                                started=r[6], updated=r[7], messages=r[8]) for r in rows]
+        return SessionListResponse(sessions=sessions, total=total)
+
+    def show(self, ident: str, last: int | None = None) -> SessionShowResponse:
+        files = self.files
+        rel = files.resolve(ident)
+        session, _ = files.load(rel)
+        turns = session.turns()
+        shown = turns[-last:] if last else turns
+        summary_file = self.service.settings.corpus / files.summary_path(rel)
+        summary = summary_file.read_text(encoding="utf-8", errors="replace") if summary_file.is_file() else None
+        return SessionShowResponse(session=info(rel, session), turns=[_turn(m) for m in shown],
+                                   total_turns=len(turns), summary=summary)
+
+    def export(self, ident: str, fmt: str) -> SessionExportResponse:
+        files = self.files
+        rel = files.resolve(ident)
+        session, data = files.load(rel)
+        if fmt == "markdown":
+            content = data.decode("utf-8", errors="replace")
+        elif fmt == "jsonl":
+            content = "".join(json.dumps(_jsonl_record(session.session_id, m), ensure_ascii=False) + "\n"
+                              for m in session.turns())
+        else:
+            raise UsageError(f"unknown export format {fmt!r}; use markdown or jsonl")
+        return SessionExportResponse(session=info(rel, session), format=fmt, content=content)  # type: ignore[arg-type]
+
+    # -- edits -------------------------------------------------------------------------------
+    def update(self, req: SessionUpdateRequest) -> SessionInfo:
+        files = self.files
+        rel = files.update(req)
+        self.service.as_writer("index_paths", IndexPathsRequest(paths=[rel]))
+        session, _ = files.load(rel)
+        return info(rel, session)
+
+
+def harness_root(harness: str) -> Path:
+    variable, default = HARNESS_ROOTS[harness]
+    return Path(os.environ.get(variable) or default).expanduser()
+
+
+def _transcripts(root: Path, harness: str, since: float | None, warnings: list[str]) -> list[Path]:
+    if not root.is_dir():
+        return []
+    found = []
+    for path in sorted(root.rglob("*.jsonl")):
+        if harness == "claude-code" and "subagents" in path.relative_to(root).parts:
+            continue  # a subagent's answer already reaches the main transcript as a tool result
+        try:
+            st = path.stat()
+        except OSError as exc:
+            warnings.append(f"{path}: {exc.strerror}")
+            continue
+        if since is not None and st.st_mtime < since:
+            continue
+        if st.st_size > MAX_INGEST_BYTES:
+            warnings.append(f"{path}: {st.st_size} bytes is over the {MAX_INGEST_BYTES}-byte import cap; skipped")
+            continue
+        found.append(path)
+    return found
+
+
+def _day_start(day: str) -> float:
+    try:
+        return dt.datetime.fromisoformat(day[:10]).astimezone().timestamp()
+    except ValueError as exc:
+        raise UsageError(f"--since must be YYYY-MM-DD, not {day!r}") from exc
+
+
+def _counts(results: list[SessionIngestResponse]) -> dict[str, int]:
+    counts = {"files": len(results), "sessions": 0, "created": 0, "appended": 0, "unchanged": 0, "problems": 0}
+    for result in results:
+        counts["problems"] += len(result.problems)
+        for session in result.sessions:
+            counts["sessions"] += 1
+            counts[session.action] = counts.get(session.action, 0) + 1
+    return counts
+
+
+def _turn(message: Message) -> Turn:
+    return Turn(id=message.id, role=message.role, time=message.time, kind=message.kind, text=message.text,
+                tool_calls=message.tool_calls, start_line=message.start_line, end_line=message.end_line)
+
+
+def _jsonl_record(session_id: str, message: Message) -> dict[str, object]:
+    """One line of the generic JSONL format `dory sessions ingest --format jsonl` reads back."""
+    kind = "tool_result" if message.kind == "tool_result" else _JSONL_TYPES[message.role]
+    record: dict[str, object] = {"type": kind, "content": message.text, "timestamp": message.time,
+                                 "session_id": session_id}
+    if message.tool_calls:
+        record["tool_calls"] = message.tool_calls
+    return record

@@ -1,0 +1,186 @@
+"""`dory sessions …`: ingest and import agent transcripts, list, show, history, export, rename,
+delete (a tombstone), restore, search (recall) and compact. Each builds one request model and calls
+the service."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from dory.errors import UsageError
+from dory.models import (
+    Scope,
+    SearchRequest,
+    SessionImportRequest,
+    SessionIngestRequest,
+    SessionListRequest,
+    SessionUpdateRequest,
+)
+from dory.surfaces import render
+from dory.surfaces.clikit import Result, command, service
+
+
+@click.group()
+def sessions() -> None:
+    """Agent session transcripts (logs/sessions/): ingest, browse, recall, compact."""
+
+
+def read_source(source: str) -> tuple[str, str | None]:
+    """A harness file's text (`-` reads stdin) and its path; bytes that are not UTF-8 become U+FFFD."""
+    if source == "-":
+        return sys.stdin.buffer.read().decode("utf-8", errors="replace"), None
+    path = Path(source)
+    if path.is_dir():
+        raise UsageError(f"{source} is a folder; give one transcript file (or use `dory sessions import-local`)")
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace"), str(path)
+    except OSError as exc:
+        raise UsageError(f"cannot read {source}: {exc.strerror}") from exc
+
+
+@sessions.command()
+@click.argument("source")
+@click.option("--format", "fmt", type=click.Choice(["auto", "markdown", "jsonl", "claude-code", "codex"]),
+              default="auto", show_default=True)
+@click.option("--agent", help="agent name when the file does not say (default: from the format)")
+@click.option("--device", help="device name (default: this machine's host name)")
+@click.option("--dry-run", is_flag=True, help="parse and report; write nothing")
+@click.pass_context
+@command
+def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device: str | None, dry_run: bool) -> Result:
+    """Import one transcript file (PATH, or - for stdin). Re-importing adds only new turns."""
+    content, source_path = read_source(source)
+    req = SessionIngestRequest(content=content, format=fmt, source_path=source_path, agent=agent,  # type: ignore[arg-type]
+                               device=device, dry_run=dry_run)
+    with service(ctx) as svc:
+        res = svc.sessions.ingest(req)
+    return res.model_dump(mode="json"), lambda: render.ingest(res)
+
+
+@sessions.command("import-local")
+@click.option("--since", help="YYYY-MM-DD: only transcripts modified since")
+@click.option("--harness", "harnesses", multiple=True, type=click.Choice(["claude-code", "codex"]),
+              help="only this harness (repeatable; default both)")
+@click.option("--dry-run", is_flag=True)
+@click.pass_context
+@command
+def import_local(ctx: click.Context, since: str | None, harnesses: tuple[str, ...], dry_run: bool) -> Result:
+    """Import this machine's Claude Code (~/.claude/projects) and Codex (~/.codex/sessions) transcripts."""
+    req = SessionImportRequest(since=since, dry_run=dry_run,
+                               harnesses=list(harnesses) or ["claude-code", "codex"])  # type: ignore[arg-type]
+    with service(ctx) as svc:
+        res = svc.sessions.import_local(req)
+    return res.model_dump(mode="json"), lambda: render.import_local(res)
+
+
+@sessions.command("list")
+@click.option("--agent")
+@click.option("--since", help="YYYY-MM-DD")
+@click.option("--status", help="active, done, interrupted or deleted")
+@click.option("--all", "include_deleted", is_flag=True, help="include deleted sessions")
+@click.option("-n", "--limit", default=50, show_default=True, type=int)
+@click.pass_context
+@command
+def list_sessions(ctx: click.Context, agent: str | None, since: str | None, status: str | None,
+                  include_deleted: bool, limit: int) -> Result:
+    """Sessions, most recently updated first."""
+    req = SessionListRequest(agent=agent, since=since, status=status, include_deleted=include_deleted, limit=limit)
+    with service(ctx) as svc:
+        res = svc.sessions.list(req)
+    return res.model_dump(mode="json"), lambda: render.session_list(res)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.pass_context
+@command
+def show(ctx: click.Context, session_id: str) -> Result:
+    """A whole session: every turn with its id and line range."""
+    with service(ctx) as svc:
+        res = svc.sessions.show(session_id)
+    return res.model_dump(mode="json"), lambda: render.session_show(res)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("-n", "last", default=10, show_default=True, type=click.IntRange(1, 100_000), help="last N turns")
+@click.pass_context
+@command
+def history(ctx: click.Context, session_id: str, last: int) -> Result:
+    """The last N turns of a session."""
+    with service(ctx) as svc:
+        res = svc.sessions.show(session_id, last)
+    return res.model_dump(mode="json"), lambda: render.session_show(res)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "jsonl"]), default="markdown", show_default=True)
+@click.pass_context
+@command
+def export(ctx: click.Context, session_id: str, fmt: str) -> Result:
+    """Print a session as Dory markdown or as generic JSONL (which `ingest --format jsonl` reads back)."""
+    with service(ctx) as svc:
+        res = svc.sessions.export(session_id, fmt)
+    return res.model_dump(mode="json"), lambda: res.content.rstrip("\n")
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.argument("title")
+@click.pass_context
+@command
+def rename(ctx: click.Context, session_id: str, title: str) -> Result:
+    """Give a session a title (kept when the session is imported again)."""
+    return _update(ctx, SessionUpdateRequest(id=session_id, action="rename", title=title))
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.pass_context
+@command
+def delete(ctx: click.Context, session_id: str) -> Result:
+    """Tombstone a session: hidden from list, search and recall; its text stays; `restore` undoes it."""
+    return _update(ctx, SessionUpdateRequest(id=session_id, action="delete"))
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.pass_context
+@command
+def restore(ctx: click.Context, session_id: str) -> Result:
+    """Undo `delete`."""
+    return _update(ctx, SessionUpdateRequest(id=session_id, action="restore"))
+
+
+def _update(ctx: click.Context, req: SessionUpdateRequest) -> Result:
+    with service(ctx) as svc:
+        res = svc.sessions.update(req)
+    return res.model_dump(mode="json"), lambda: render.session_info(res)
+
+
+@sessions.command("search")
+@click.argument("query")
+@click.option("--agent")
+@click.option("--device")
+@click.option("--session", "session_id")
+@click.option("--status")
+@click.option("--since", help="YYYY-MM-DD")
+@click.option("--until", help="YYYY-MM-DD")
+@click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
+@click.pass_context
+@command
+def search_sessions(ctx: click.Context, query: str, agent: str | None, device: str | None, session_id: str | None,
+                    status: str | None, since: str | None, until: str | None, k: int) -> Result:
+    """Recall: the past turns that best match QUERY (keywords and meaning), newest favoured."""
+    scope = Scope(agent=agent, device=device, session_id=session_id, status=[status] if status else [],
+                  since=since, until=until)
+    req = SearchRequest(query=query, mode="recall", k=k, scope=scope)
+    with service(ctx) as svc:
+        res = svc.search(req)
+    return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)
+
+
+COMMANDS = [sessions]

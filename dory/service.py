@@ -89,6 +89,7 @@ from dory.search.evaluate import run_eval
 from dory.search.recall import QueryVector, merge, recall
 from dory.search.semantic import LiveVectors
 from dory.sessions import vectors as session_vectors
+from dory.sessions.context import ContextService
 from dory.sessions.service import SessionService
 from dory.sessions.store import SessionStore
 from dory.sessions.sync import sync_sessions
@@ -117,6 +118,10 @@ class DoryService:
     def store(self) -> IndexStore:
         cfg = self.settings.index
         return IndexStore(self.settings.db_path, cfg.tokenizer, cfg.trigram)
+
+    @cached_property
+    def context(self) -> ContextService:
+        return ContextService(self)
 
     @cached_property
     def sessions(self) -> SessionService:

@@ -10,11 +10,18 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dory.errors import DoryError, UsageError
+from dory import llm
+from dory.corpus.atomic import write_atomic
+from dory.errors import BackendUnavailable, DoryError, UsageError
+from dory.index.store import now_iso
 from dory.models import (
     MAX_INGEST_BYTES,
+    CompactRequest,
+    CompactResponse,
     IndexPathsRequest,
     IngestProblem,
+    MemoryWriteRequest,
+    ProposalCreateRequest,
     SessionExportResponse,
     SessionImportRequest,
     SessionImportResponse,
@@ -27,8 +34,11 @@ from dory.models import (
     SessionUpdateRequest,
     Turn,
 )
+from dory.sessions import compaction
+from dory.sessions.context import read_summary, session_messages
 from dory.sessions.files import SessionFiles, info
 from dory.sessions.importers import detect_format, parse_source
+from dory.sessions.packing import MESSAGE_OVERHEAD, PackMessage
 from dory.sessions.transcript import Message, slug
 
 if TYPE_CHECKING:
@@ -144,6 +154,75 @@ class SessionService:
         else:
             raise UsageError(f"unknown export format {fmt!r}; use markdown or jsonl")
         return SessionExportResponse(session=info(rel, session), format=fmt, content=content)  # type: ignore[arg-type]
+
+    # -- compaction --------------------------------------------------------------------------
+    def compact(self, req: CompactRequest) -> CompactResponse:
+        """Flush durable facts into proposals, then write the continuation summary next to the transcript."""
+        files, settings = self.files, self.service.settings
+        rel = files.resolve(req.id)
+        session, _ = files.load(rel)
+        messages = session_messages(session)
+        covered = messages[:len(messages) - req.retain] if req.retain else messages
+        retained = messages[len(covered):]
+        summary_rel = files.summary_path(rel)
+        previous = read_summary(settings.corpus / summary_rel)
+        warnings: list[str] = []
+        created, existing = self._flush(rel, session.agent, covered, req.dry_run, warnings)
+        method, block, counters = self._summarise(covered, previous, warnings)
+        count = self.service.token_counter().count
+        tokens_before = sum(count(m.text) + MESSAGE_OVERHEAD for m in messages)
+        tokens_after = count(block) + MESSAGE_OVERHEAD + sum(count(m.text) + MESSAGE_OVERHEAD for m in retained)
+        if not req.dry_run and method != "kept_previous":
+            stats = {"messages_before": len(messages), "tokens_before": tokens_before, "tokens_after": tokens_after}
+            text = compaction.summary_file(session.session_id, covered[-1].id if covered else None, method, block,
+                                           stats, now_iso())
+            write_atomic(settings.corpus / summary_rel, text.encode("utf-8"))
+        return CompactResponse(
+            session_id=session.session_id, path=rel, summary_path=summary_rel, method=method, summary=block,  # type: ignore[arg-type]
+            words=len(block.split()), messages_before=len(messages), messages_after=len(retained) + 1,
+            tokens_before=tokens_before, tokens_after=tokens_after, proposals=created, proposals_existing=existing,
+            llm=counters, dry_run=req.dry_run, warnings=warnings)
+
+    def _summarise(self, covered: list[PackMessage], previous: str | None,
+                   warnings: list[str]) -> tuple[str, str, dict[str, int] | None]:
+        cap = self.service.settings.context.summary_words
+        client = llm.from_settings(self.service.settings)
+        if client is None:
+            return "extractive", compaction.render(compaction.extractive(covered), cap), None
+        try:
+            answer = client.complete_json(compaction.PROMPT, compaction.llm_input(covered, previous),
+                                          compaction.SCHEMA, "compaction")
+            parts = compaction.from_llm(answer)
+            if compaction.is_empty(parts):
+                raise llm.LlmBadOutput("compaction: the model returned only empty sections", reason="empty")
+            return "llm", compaction.render(parts, cap), client.counters.as_dict()
+        except BackendUnavailable as exc:
+            if previous:
+                warnings.append(f"{exc.message}; the previous summary was kept")
+                return "kept_previous", previous, client.counters.as_dict()
+            warnings.append(f"{exc.message}; the summary was extracted without the model")
+            return "extractive", compaction.render(compaction.extractive(covered), cap), client.counters.as_dict()
+
+    def _flush(self, rel: str, agent: str, covered: list[PackMessage], dry_run: bool,
+               warnings: list[str]) -> tuple[list[str], int]:
+        """Durable facts in the session become proposals (idempotent: the same fact is proposed once)."""
+        created, existing = [], 0
+        for fact in compaction.durable_facts(covered):
+            write = MemoryWriteRequest(subject=fact.subject, content=fact.content, kind=fact.kind,  # type: ignore[arg-type]
+                                       source=f"{rel}#{fact.message_id}", agent=agent)
+            if dry_run:
+                warnings.append(f"would propose ({fact.kind}, {fact.subject}): {fact.content}")
+                continue
+            try:
+                result = self.service.proposal_create(ProposalCreateRequest(write=write))
+            except DoryError as exc:
+                warnings.append(f"not proposed ({exc.code}): {fact.content} — {exc.message}")
+                continue
+            if result.created:
+                created.append(result.proposal.id)
+            else:
+                existing += 1
+        return created, existing
 
     # -- edits -------------------------------------------------------------------------------
     def update(self, req: SessionUpdateRequest) -> SessionInfo:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
-from dory.models import WakeRequest
+from dory.errors import UsageError
+from dory.models import ContextPackRequest, MarkRequest, PackInput, RemindRequest, WakeRequest
+from dory.surfaces import render
 from dory.surfaces.clikit import Result, command, service
 
 
@@ -26,4 +30,71 @@ def wake(ctx: click.Context, profile: str, project: str | None, budget: int | No
     return res.model_dump(mode="json"), lambda: res.block
 
 
-COMMANDS: list[click.Command] = [wake]
+@click.group()
+def context() -> None:
+    """What a long-running agent's model should see next: pack, remind, mark."""
+
+
+@context.command()
+@click.option("--session", "session", help="a stored session (id, unique prefix or path)")
+@click.option("--messages", "messages_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="or a JSON array of {role, content, id?, kind?, time?, weight?} (- for stdin)")
+@click.option("--query", help="what the next turn is about (archived chunks are recalled for it)")
+@click.option("--budget", type=int, required=True, help="tokens the model may see")
+@click.option("--reserve", type=int, help="tokens kept free for the answer (default [context] reserve)")
+@click.option("--min-recent", type=int, help="the last N messages are always kept")
+@click.option("--beta", type=float, help="utility = β·relevance + (1−β)·agent weight")
+@click.option("--system", help="the system block (protected)")
+@click.option("--wake", "wake_profile", help="prepend `dory wake` with this profile to the system block")
+@click.pass_context
+@command
+def pack(ctx: click.Context, session: str | None, messages_file: str | None, query: str | None, budget: int,
+         reserve: int | None, min_recent: int | None, beta: float | None, system: str | None,
+         wake_profile: str | None) -> Result:
+    """Pack a session into a token budget: protected system/summary/recent turns, recalled chunks,
+    placeholders for what was archived."""
+    messages = _read_messages(messages_file) if messages_file else None
+    req = ContextPackRequest(session=session, messages=messages, query=query, budget=budget, reserve=reserve,
+                             min_recent=min_recent, beta=beta, system=system, wake_profile=wake_profile)
+    with service(ctx) as svc:
+        res = svc.context.pack(req)
+    return res.model_dump(mode="json"), lambda: render.context_pack(res)
+
+
+def _read_messages(source: str) -> list[PackInput]:
+    raw = click.get_binary_stream("stdin").read() if source == "-" else open(source, "rb").read()  # noqa: SIM115
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--messages is not a JSON array of messages: {exc}") from exc
+    if not isinstance(value, list):
+        raise UsageError("--messages must hold a JSON array of messages")
+    return [PackInput.model_validate(item) for item in value]
+
+
+@context.command()
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--session", help="look only in this session")
+@click.pass_context
+@command
+def remind(ctx: click.Context, ids: tuple[str, ...], session: str | None) -> Result:
+    """The exact archived text of message ids (m-…) or chunk ids (m-…#n)."""
+    with service(ctx) as svc:
+        res = svc.context.remind(RemindRequest(ids=list(ids), session=session))
+    return res.model_dump(mode="json"), lambda: render.remind(res)
+
+
+@context.command()
+@click.argument("message_id")
+@click.option("--weight", type=float, required=True, help="0 (default) to 100; heavier messages stay in context")
+@click.option("--session", help="the session holding it (when the id is ambiguous)")
+@click.pass_context
+@command
+def mark(ctx: click.Context, message_id: str, weight: float, session: str | None) -> Result:
+    """Raise (or reset) a message's weight so context packing keeps it."""
+    with service(ctx) as svc:
+        res = svc.context.mark(MarkRequest(id=message_id, weight=weight, session=session))
+    return res.model_dump(mode="json"), lambda: f"{res.id} weight {res.weight:g} ({res.path})"
+
+
+COMMANDS: list[click.Command] = [wake, context]

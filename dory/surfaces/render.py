@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dory.models import (
+    CompactResponse,
+    ContextPackResponse,
     DaemonStatus,
     EvalResponse,
     GetResponse,
@@ -16,6 +18,7 @@ from dory.models import (
     Proposal,
     ProposalListResponse,
     ReindexResponse,
+    RemindResponse,
     SearchResponse,
     SessionImportResponse,
     SessionInfo,
@@ -274,3 +277,30 @@ def session_show(res: SessionShowResponse) -> str:
                     f"{turn.end_line})", turn.text]
         out += [f"  → {call}" for call in turn.tool_calls]
     return "\n".join(out)
+
+
+def context_pack(res: ContextPackResponse) -> str:
+    out = [f"lane {res.lane}: {res.tokens} of {res.available} tokens ({res.fill_ratio:.0%}); "
+           f"{len(res.archived)} archived range(s), {len(res.recalled)} recalled chunk(s)"]
+    out += [f"! {w}" for w in res.warnings]
+    for item in res.items:
+        label = f"[{item.kind}] {item.role}" + (f" · {item.id}" if item.id else "") + f" · {item.tokens} tok"
+        out += ["", label, item.text]
+    return "\n".join(out)
+
+
+def remind(res: RemindResponse) -> str:
+    out = []
+    for item in res.items:
+        out += [f"## {item.id} · {item.role} · {item.time or 'no time'} ({item.path})", item.text, ""]
+    out += [f"! not found: {missing}" for missing in res.missing]
+    return "\n".join(out).rstrip("\n")
+
+
+def compact(res: CompactResponse) -> str:
+    verb = "would write" if res.dry_run else "wrote"
+    out = [f"{verb} {res.summary_path} ({res.method}, {res.words} words): {res.messages_before} messages / "
+           f"{res.tokens_before} tokens → {res.messages_after} / {res.tokens_after}",
+           f"proposals: {len(res.proposals)} new, {res.proposals_existing} already proposed"]
+    out += [f"! {w}" for w in res.warnings]
+    return "\n".join([*out, "", res.summary])

@@ -11,6 +11,7 @@ import click
 
 from dory.errors import UsageError
 from dory.models import (
+    CompactRequest,
     Scope,
     SearchRequest,
     SessionImportRequest,
@@ -181,6 +182,20 @@ def search_sessions(ctx: click.Context, query: str, agent: str | None, device: s
     with service(ctx) as svc:
         res = svc.search(req)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--retain", default=6, show_default=True, type=click.IntRange(0, 10_000),
+              help="the last N messages stay verbatim, outside the summary")
+@click.option("--dry-run", is_flag=True, help="show the summary and the facts it would propose; write nothing")
+@click.pass_context
+@command
+def compact(ctx: click.Context, session_id: str, retain: int, dry_run: bool) -> Result:
+    """Write the session's continuation summary (facts worth keeping go to proposals first)."""
+    with service(ctx) as svc:
+        res = svc.sessions.compact(CompactRequest(id=session_id, retain=retain, dry_run=dry_run))
+    return res.model_dump(mode="json"), lambda: render.compact(res)
 
 
 COMMANDS = [sessions]

@@ -1,0 +1,133 @@
+"""`dory context pack|remind|mark` over stored sessions (the packing itself is in packing.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dory.errors import NotFound
+from dory.models import (
+    ContextPackRequest,
+    ContextPackResponse,
+    IndexPathsRequest,
+    MarkRequest,
+    MarkResponse,
+    PackInput,
+    RemindItem,
+    RemindRequest,
+    RemindResponse,
+    WakeRequest,
+)
+from dory.sessions import packing
+from dory.sessions.files import SessionFiles
+from dory.sessions.store import WEIGHTS_KEY, parse_weights, render_weights
+from dory.sessions.transcript import Session, message_id
+
+if TYPE_CHECKING:
+    from dory.service import DoryService
+
+SUMMARY_OPEN, SUMMARY_CLOSE = "<continuation_summary>", "</continuation_summary>"
+
+
+class ContextService:
+    def __init__(self, service: DoryService) -> None:
+        self.service = service
+
+    @property
+    def files(self) -> SessionFiles:
+        return SessionFiles(self.service.settings.corpus, self.service.session_store)
+
+    def pack(self, req: ContextPackRequest) -> ContextPackResponse:
+        cfg = self.service.settings.context
+        summary = None
+        if req.session is not None:
+            files = self.files
+            rel = files.resolve(req.session)
+            session, _ = files.load(rel)
+            messages = session_messages(session)
+            summary = read_summary(self.service.settings.corpus / files.summary_path(rel))
+        else:
+            messages = input_messages(req.messages or [])
+        system = req.system
+        if req.wake_profile:
+            block = self.service.wake(WakeRequest(profile=req.wake_profile)).block
+            system = f"{block}\n\n{system}" if system else block
+        return packing.pack(
+            messages, req.budget, self.service.token_counter().count, query=req.query,
+            reserve=cfg.reserve if req.reserve is None else req.reserve,
+            min_recent=cfg.min_recent if req.min_recent is None else req.min_recent,
+            beta=cfg.beta if req.beta is None else req.beta, system=system, summary=summary)
+
+    def remind(self, req: RemindRequest) -> RemindResponse:
+        """The archived text of each message or chunk id, exactly as the transcript holds it."""
+        items, missing = [], []
+        count = self.service.token_counter().count
+        for wanted in req.ids:
+            found = None
+            for rel in self._paths_holding(wanted.partition("#")[0], req.session):
+                session, _ = self.files.load(rel)
+                found = packing.remind(session_messages(session), [wanted], count).get(wanted)
+                if found is not None:
+                    message, text = found
+                    items.append(RemindItem(id=wanted, session_id=session.session_id, path=rel, role=message.role,
+                                            time=message.time, text=text))
+                    break
+            if found is None:
+                missing.append(wanted)
+        return RemindResponse(items=items, missing=missing)
+
+    def mark(self, req: MarkRequest) -> MarkResponse:
+        """Record an agent's weight for a message in its transcript's frontmatter (it survives reindex)."""
+        paths = self._paths_holding(req.id, req.session)
+        if not paths:
+            raise NotFound(f"no message {req.id!r} in the session index", id=req.id)
+        rel = paths[0]
+        session, _ = self.files.load(rel)
+        weights = parse_weights(session.extra.get(WEIGHTS_KEY)) | {req.id: req.weight}
+        self.files.set_fields(rel, {WEIGHTS_KEY: render_weights(weights)})
+        self.service.as_writer("index_paths", IndexPathsRequest(paths=[rel]))
+        return MarkResponse(id=req.id, session_id=session.session_id, path=rel, weight=req.weight)
+
+    def _paths_holding(self, wanted_message: str, session: str | None) -> list[str]:
+        conn = self.service.session_store.conn
+        if session is not None:
+            rel = self.files.resolve(session)
+            rows = conn.execute("SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row "
+                                "WHERE m.message_id = ? AND s.path = ?", (wanted_message, rel))
+        else:
+            rows = conn.execute("SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row "
+                                "WHERE m.message_id = ? ORDER BY s.path", (wanted_message,))
+        return [row[0] for row in rows]
+
+
+def session_messages(session: Session) -> list[packing.PackMessage]:
+    weights = parse_weights(session.extra.get(WEIGHTS_KEY))
+    return [packing.PackMessage(m.id, m.role, _with_calls(m.text, m.tool_calls), m.kind, m.time,
+                                weights.get(m.id, 0.0)) for m in session.turns()]
+
+
+def _with_calls(text: str, calls: list[str]) -> str:
+    return text if not calls else text + "\n\nTool calls:\n" + "\n".join(f"- {call}" for call in calls)
+
+
+def input_messages(inputs: list[PackInput]) -> list[packing.PackMessage]:
+    """An in-memory conversation; messages without an id get a stable one from their content."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in inputs:
+        key = f"{item.role}\n{item.time}\n{item.content}"
+        seen[key] = seen.get(key, 0) + 1
+        ident = item.id or message_id("inline", item.role, item.time, item.content, seen[key])
+        out.append(packing.PackMessage(ident, item.role, item.content, item.kind, item.time, item.weight))
+    return out
+
+
+def read_summary(file: Path) -> str | None:
+    """The `<continuation_summary>` block of a summary file, or None."""
+    if not file.is_file():
+        return None
+    text = file.read_text(encoding="utf-8", errors="replace")
+    start, end = text.find(SUMMARY_OPEN), text.rfind(SUMMARY_CLOSE)
+    if start < 0 or end < start:
+        return None
+    return text[start:end + len(SUMMARY_CLOSE)]

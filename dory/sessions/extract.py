@@ -1,0 +1,154 @@
+"""Deterministic extraction from conversation turns: the fallback when no language model is configured.
+
+Used by compaction (and by digests): exact values (paths, URLs, ids, error lines, commands) are copied
+verbatim, never paraphrased; decisions and open tasks are found by cue phrases; the sentences that
+best represent a stretch of conversation are picked by centrality (similarity of a sentence's word
+profile to the whole's, TF-IDF weighted), with near-duplicates dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# Function words and chat filler: they say nothing about what a sentence or a query is about.
+_STOP_WORDS = """
+a about after again all also am an and any are as at be because been before being but by can could did do
+does doing don't down for from had has have having he her here hers him his how i i'm if in into is it it's
+its just let's like me more most my no not now of off on once only or other our out over own same she should
+so some such than that that's the their them then there these they this those through to too under until up
+very was we we'll were what when where which while who why will with would you you're your yeah yes oh okay ok
+really much thanks thank great good wow cool
+"""
+STOP = frozenset(_STOP_WORDS.split())
+
+URL = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
+PATH = re.compile(r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}(?::\d+)?(?![\w/])"
+                  r"|(?<![\w/.-])[\w-]+\.(?:py|md|ts|tsx|js|json|toml|yaml|yml|rs|go|sh|sql|txt|cfg|ini|lock)\b")
+IDENT = re.compile(r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40}|"
+                   r"[A-Z][A-Z0-9]+-\d+|#\d{2,})\b")
+ERROR_LINE = re.compile(r"(?:error|exception|traceback|failed|fatal|panic|denied|refused|not found|"
+                        r"\b[45]\d\d\b|errno)", re.IGNORECASE)
+COMMAND_CALL = re.compile(r"^(?:bash|shell|exec|run|local_shell|terminal|command)\s*:\s*(.+)$", re.IGNORECASE)
+EDIT_CALL = re.compile(r"^(?:edit|write|multiedit|apply_patch|create|str_replace\w*|notebookedit|patch)\s*:\s*(.+)$",
+                       re.IGNORECASE)
+DECISION = re.compile(
+    r"\b(?:decided|decide to|decision|we(?:'ll| will) (?:use|go with|keep|switch)|let's (?:use|go with|keep|switch)|"
+    r"going with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|from now on|plan is to|"
+    r"i(?:'ll| will) (?:use|go with|start|join|take|apply|move))\b", re.IGNORECASE)
+PENDING = re.compile(
+    r"(?:^\s*[-*] \[ \]|\btodo\b|\bfixme\b|\bnext(?: step)?s?\b|\bneed(?:s)? to\b|\bstill (?:need|have|to)\b|"
+    r"\bremaining\b|\bpending\b|\bnot yet\b|\blater\b|\bfollow[- ]up\b|\bplan(?:ning)? to\b|\bgoing to\b|"
+    r"\bwill (?:try|look|check|fix|add|write|send)\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    turn: int  # index of the turn it came from
+    role: str
+
+
+def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
+    """(role, text) turns split into sentences (code fences skipped: values are taken from them separately)."""
+    out = []
+    for index, (role, text) in enumerate(turns):
+        prose = re.sub(r"```.*?(?:```|$)", " ", text, flags=re.DOTALL)
+        for piece in _SENTENCE.split(prose):
+            piece = " ".join(piece.split())
+            if len(piece) >= 12 and any(ch.isalpha() for ch in piece):
+                out.append(Sentence(piece, index, role))
+    return out
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP and len(w) > 1]
+
+
+def central(items: list[Sentence], limit: int, exclude: set[str] | None = None) -> list[Sentence]:
+    """The `limit` most representative sentences (TF-IDF cosine to the centroid), in their original order."""
+    exclude = exclude or set()
+    bags = [Counter(words(s.text)) for s in items]
+    df: Counter[str] = Counter()
+    for bag in bags:
+        df.update(bag.keys())
+    n = len(items)
+    idf = {w: math.log(1 + n / c) for w, c in df.items()}
+    centroid: Counter[str] = Counter()
+    for bag in bags:
+        for w, c in bag.items():
+            centroid[w] += c * idf[w]
+    norm_c = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
+    scored = []
+    for i, bag in enumerate(bags):
+        vec = {w: c * idf[w] for w, c in bag.items()}
+        norm = math.sqrt(sum(v * v for v in vec.values()))
+        if norm == 0 or items[i].text in exclude:
+            continue
+        # Long sentences carry more: dampened length bonus, so a one-word reply never wins.
+        score = sum(v * centroid[w] for w, v in vec.items()) / (norm * norm_c) * math.log(2 + len(bag))
+        scored.append((score, i))
+    chosen: list[int] = []
+    for _, i in sorted(scored, key=lambda item: (-item[0], item[1])):
+        if len(chosen) >= limit:
+            break
+        if all(_overlap(bags[i], bags[j]) < 0.6 for j in chosen):
+            chosen.append(i)
+    return [items[i] for i in sorted(chosen)]
+
+
+def _overlap(a: Counter[str], b: Counter[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a.keys() & b.keys()) / min(len(a), len(b))
+
+
+def cued(items: list[Sentence], cue: re.Pattern[str], limit: int) -> list[Sentence]:
+    found, seen = [], set()
+    for item in items:
+        key = item.text.lower()
+        if cue.search(item.text) and key not in seen:
+            seen.add(key)
+            found.append(item)
+    return found[-limit:]  # the latest ones: earlier decisions are more often revisited
+
+
+def values(texts: list[str], calls: list[str], limit: int) -> dict[str, list[str]]:
+    """Exact values: files touched, URLs, ids, error lines, commands (first seen first, deduplicated)."""
+    out: dict[str, list[str]] = {"files": [], "urls": [], "ids": [], "errors": [], "commands": []}
+    for call in calls:
+        if m := COMMAND_CALL.match(call):
+            _add(out["commands"], m.group(1).strip(), limit)
+        if m := EDIT_CALL.match(call):
+            for path in PATH.findall(m.group(1)) or [m.group(1).split()[0]]:
+                _add(out["files"], path, limit)
+    for text in texts:
+        for url in URL.findall(text):
+            _add(out["urls"], url, limit)
+        for ident in IDENT.findall(text):
+            _add(out["ids"], ident, limit)
+        for line in text.splitlines():
+            stripped = line.strip()
+            if 8 <= len(stripped) <= 240 and ERROR_LINE.search(stripped) and not stripped.startswith(("#", "//")):
+                _add(out["errors"], stripped, limit)
+            if stripped.startswith("$ "):
+                _add(out["commands"], stripped[2:], limit)
+    return out
+
+
+def paths_in(texts: list[str], limit: int) -> list[str]:
+    found: list[str] = []
+    for text in texts:
+        for path in PATH.findall(text):
+            if not URL.search(path):
+                _add(found, path, limit)
+    return found
+
+
+def _add(bucket: list[str], value: str, limit: int) -> None:
+    if value and value not in bucket and len(bucket) < limit:
+        bucket.append(value)

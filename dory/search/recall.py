@@ -27,7 +27,7 @@ QueryVector = Callable[[str], tuple[np.ndarray, str]]  # query → (vector, fing
 def session_scope(scope: Scope) -> SessionScope:
     status = scope.status[0] if len(scope.status) == 1 else None
     return SessionScope(agent=scope.agent, device=scope.device, session_id=scope.session_id, status=status,
-                        since=scope.since, until=scope.until)
+                        since=scope.since, until=scope.until, path=scope.path)
 
 
 def recall(store: SessionStore, req: SearchRequest, settings: SearchSettings, query_vector: QueryVector | None,

@@ -54,7 +54,7 @@ class Parts:
         return [self.files, self.decisions, self.values, self.state, self.pending]
 
 
-def extractive(turns: list[PackMessage]) -> Parts:
+def extractive(turns: list[PackMessage], word_cap: int = 400) -> Parts:
     texts, calls = [], []
     for message in turns:
         text, _, block = message.text.partition(TOOL_CALLS_BLOCK)
@@ -67,10 +67,14 @@ def extractive(turns: list[PackMessage]) -> Parts:
     decisions = extract.cued(said, extract.DECISION, ITEMS_PER_SECTION)
     pending = extract.cued([s for s in said if s.turn >= len(turns) // 2], extract.PENDING, ITEMS_PER_SECTION)
     taken = {s.text for s in decisions + pending}
-    state = extract.central(said, 6, exclude=taken)
     values = found["urls"] + found["commands"] + found["errors"] + mentioned + found["ids"]
-    return Parts(files=found["files"], decisions=[s.text for s in decisions], values=values,
-                 state=[s.text for s in state], pending=[s.text for s in pending])
+    parts = Parts(files=found["files"], decisions=[s.attributed() for s in decisions], values=values,
+                  pending=[s.attributed() for s in pending])
+    # Current State takes the words the other sections leave, with the session's most central sentences.
+    room = word_cap - _words(parts.sections())
+    state = extract.central(said, ITEMS_PER_SECTION * 2, exclude=taken, max_words=room)
+    parts.state = [s.attributed() for s in state]
+    return parts
 
 
 def llm_input(turns: list[PackMessage], previous: str | None) -> str:
@@ -107,8 +111,7 @@ def render(parts: Parts, word_cap: int) -> str:
     sections = [list(items) for items in parts.sections()]
     trim_order = [3, 1, 4, 0, 2]  # state, decisions, pending, files, then values
     while _words(sections) > word_cap and any(sections):
-        index = max((i for i in trim_order if sections[i]), key=lambda i: (_count(sections[i]), -trim_order.index(i)))
-        sections[index].pop()
+        sections[next(i for i in trim_order if sections[i])].pop()
     blocks = [OPEN]
     for title, items in zip(SECTIONS, sections, strict=True):
         blocks.append(f"## {title}")

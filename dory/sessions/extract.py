@@ -46,11 +46,20 @@ PENDING = re.compile(
     r"\bwill (?:try|look|check|fix|add|write|send)\b)", re.IGNORECASE)
 
 
+# A turn written as `**Name** (anchor): text` or `Name: text` (transcripts of people talking).
+_SPEAKER = re.compile(r"^\s*(?:\*\*(?P<bold>[^*\n]{1,40})\*\*|(?P<plain>[A-Z][\w .'-]{0,30}))\s*(?:\([^)\n]{1,20}\))?\s*:\s*")
+
+
 @dataclass(frozen=True)
 class Sentence:
     text: str
     turn: int  # index of the turn it came from
     role: str
+    speaker: str | None = None  # the person who said it, when the turn names one
+
+    def attributed(self) -> str:
+        """The sentence with its speaker in front (`Alice: …`), so a summary line says who said it."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
 
 
 def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
@@ -58,10 +67,14 @@ def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
     out = []
     for index, (role, text) in enumerate(turns):
         prose = re.sub(r"```.*?(?:```|$)", " ", text, flags=re.DOTALL)
+        speaker = None
+        if m := _SPEAKER.match(prose):
+            speaker = (m.group("bold") or m.group("plain")).strip()
+            prose = prose[m.end():]
         for piece in _SENTENCE.split(prose):
             piece = " ".join(piece.split())
             if len(piece) >= 12 and any(ch.isalpha() for ch in piece):
-                out.append(Sentence(piece, index, role))
+                out.append(Sentence(piece, index, role, speaker))
     return out
 
 
@@ -69,8 +82,10 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOP and len(w) > 1]
 
 
-def central(items: list[Sentence], limit: int, exclude: set[str] | None = None) -> list[Sentence]:
-    """The `limit` most representative sentences (TF-IDF cosine to the centroid), in their original order."""
+def central(items: list[Sentence], limit: int, exclude: set[str] | None = None,
+            max_words: int | None = None) -> list[Sentence]:
+    """The most representative sentences (TF-IDF cosine to the centroid), at most `limit` of them and at
+    most `max_words` words together, in their original order."""
     exclude = exclude or set()
     bags = [Counter(words(s.text)) for s in items]
     df: Counter[str] = Counter()
@@ -93,11 +108,14 @@ def central(items: list[Sentence], limit: int, exclude: set[str] | None = None) 
         score = sum(v * centroid[w] for w, v in vec.items()) / (norm * norm_c) * math.log(2 + len(bag))
         scored.append((score, i))
     chosen: list[int] = []
+    budget = max_words if max_words is not None else math.inf
     for _, i in sorted(scored, key=lambda item: (-item[0], item[1])):
         if len(chosen) >= limit:
             break
-        if all(_overlap(bags[i], bags[j]) < 0.6 for j in chosen):
+        size = len(items[i].text.split())
+        if size <= budget and all(_overlap(bags[i], bags[j]) < 0.6 for j in chosen):
             chosen.append(i)
+            budget -= size
     return [items[i] for i in sorted(chosen)]
 
 

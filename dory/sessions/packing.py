@@ -106,7 +106,7 @@ def pack(messages: list[PackMessage], budget: int, count: TokenCounter, *, query
 def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem], budget: int, available: int,
             count: TokenCounter, query: str | None, min_recent: int, beta: float) -> ContextPackResponse:
     warnings: list[str] = []
-    room = available - sum(item.tokens for item in head) - PLACEHOLDER_ALLOWANCE
+    room = available - sum(item.tokens for item in head)
     plan = _Plan()
     protected = list(range(max(len(messages) - min_recent, 0), len(messages)))
     for index in reversed(protected):  # newest first: a tail too big for the budget keeps its newest part
@@ -115,16 +115,17 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
             room -= costs[index]
     if len(plan.kept) < len(protected):
         warnings.append(f"the last {min_recent} messages do not fit the budget; {len(plan.kept)} were kept")
+    room = max(room - PLACEHOLDER_ALLOWANCE, 0)
     older = [chunk for i, m in enumerate(messages[:len(messages) - len(protected)]) for chunk in chunks_of(m, i, count)]
     _score(older, messages, query, beta)
-    recall_room = int(room * RECALL_SHARE) if query and query.strip() else 0
+    recall_room = int(room * RECALL_SHARE) if any(c.utility > 0 for c in older) else 0
     room -= _recall(plan, older, recall_room, messages, count)
     room = _fill_recent(plan, messages, costs, room, count)
     _recall(plan, older, room, messages, count)  # what recent messages left over
     items, archived = _assemble(plan, messages, costs, head, count)
     while sum(item.tokens for item in items) > available:  # the placeholders were not planned for
         if not _give_back(plan, protected):
-            warnings.append("the protected messages and placeholders alone exceed the budget")
+            warnings.append("the system block and summary alone exceed the budget")
             break
         items, archived = _assemble(plan, messages, costs, head, count)
     recalled = sorted(plan.recalled, key=lambda cid: (plan.recalled[cid].index, cid))
@@ -133,13 +134,17 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
 
 
 def _give_back(plan: _Plan, protected: list[int]) -> bool:
-    """Free room: the oldest unprotected recent message, else the least useful recalled chunk."""
+    """Free room: the oldest unprotected recent message, else the least useful recalled chunk, else the
+    oldest protected message."""
     unprotected = sorted(plan.kept - set(protected))
     if unprotected:
         plan.kept.discard(unprotected[0])
         return True
     if plan.recalled:
         del plan.recalled[min(plan.recalled.values(), key=lambda c: c.utility).id]
+        return True
+    if plan.kept:  # last resort: protected messages, oldest first (the newest goes last)
+        plan.kept.discard(min(plan.kept))
         return True
     return False
 

@@ -188,7 +188,7 @@ class SessionService:
         cap = self.service.settings.context.summary_words
         client = llm.from_settings(self.service.settings)
         if client is None:
-            return "extractive", compaction.render(compaction.extractive(covered), cap), None
+            return "extractive", compaction.render(compaction.extractive(covered, cap), cap), None
         try:
             answer = client.complete_json(compaction.PROMPT, compaction.llm_input(covered, previous),
                                           compaction.SCHEMA, "compaction")
@@ -201,7 +201,7 @@ class SessionService:
                 warnings.append(f"{exc.message}; the previous summary was kept")
                 return "kept_previous", previous, client.counters.as_dict()
             warnings.append(f"{exc.message}; the summary was extracted without the model")
-            return "extractive", compaction.render(compaction.extractive(covered), cap), client.counters.as_dict()
+            return "extractive", compaction.render(compaction.extractive(covered, cap), cap), client.counters.as_dict()
 
     def _flush(self, rel: str, agent: str, covered: list[PackMessage], dry_run: bool,
                warnings: list[str]) -> tuple[list[str], int]:

@@ -81,6 +81,7 @@ class SessionScope:
     status: str | None = None
     since: str | None = None  # YYYY-MM-DD, compared with the session's last update
     until: str | None = None
+    path: str | None = None  # a glob over transcript paths; a trailing "/" means everything below
 
 
 @dataclass(frozen=True)
@@ -293,6 +294,9 @@ def _scope_sql(scope: SessionScope) -> tuple[str, list[str]]:
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value)
+    if scope.path:
+        clauses.append("s.path GLOB ?")
+        params.append(scope.path + "*" if scope.path.endswith("/") else scope.path)
     if scope.since:
         clauses.append("substr(s.updated, 1, 10) >= ?")
         params.append(scope.since)

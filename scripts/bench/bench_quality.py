@@ -1,10 +1,11 @@
-"""Retrieval quality: SciFact (BEIR train split) and LoCoMo turn-level recall, bm25 vs vector vs hybrid.
+"""Retrieval quality on SciFact (BEIR train split): bm25 vs vector vs hybrid. (LoCoMo turn-level recall over
+the session plane is scripts/bench/bench_recall.py.)
 
 Every figure comes from one process and one index per set. The SciFact baseline is a plain
 rank-bm25 (BM25Okapi over whole documents, lowercase word tokens) computed in the same run; the
 published BEIR test-split figures (BM25 0.665, MiniLM ≈ 0.65 nDCG@10) are printed for context only.
 
-    python scripts/bench/bench_quality.py [--sets scifact,locomo] [--limit-queries N] [--json]
+    python scripts/bench/bench_quality.py [--limit-queries N] [--json]
 
 The first run embeds every chunk (SciFact: ~9.5k chunks, about 8 minutes with the numpy encoder);
 state is cached under the bench folder, so later runs reuse the vectors.
@@ -24,11 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import make_service, unpack
 
-from dory.models import ReindexRequest, Scope, SearchRequest
+from dory.models import ReindexRequest, SearchRequest
 from dory.search.evaluate import load_queries, ndcg
 
 MODES = ("bm25", "vector", "hybrid")
-_TURN = re.compile(r"\((D\d+:\d+)\)")
 
 
 def build(set_name: str) -> tuple[Any, Path, list[dict[str, Any]]]:
@@ -80,56 +80,12 @@ def rank_bm25_baseline(corpus: Path, queries: list[dict[str, Any]]) -> dict[str,
     return file_metrics(ranks, 10)
 
 
-def turn_lines(corpus: Path) -> dict[str, dict[str, int]]:
-    """path → {turn anchor "D3:7" → 1-based line}."""
-    table: dict[str, dict[str, int]] = {}
-    for path in corpus.rglob("*.md"):
-        anchors: dict[str, int] = {}
-        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-            for anchor in _TURN.findall(line):
-                anchors.setdefault(anchor, number)
-        table[path.relative_to(corpus).as_posix()] = anchors
-    return table
-
-
-def locomo(limit: int | None) -> dict[str, Any]:
-    svc, root, queries = build("locomo")
-    queries = [q for q in queries if q.get("expected_turns")]
-    queries = queries[:limit] if limit else queries
-    lines = turn_lines(root / "corpus")
-    out: dict[str, Any] = {"set": "locomo", "queries": len(queries), "protocol": "search within one conversation"}
-    for mode in MODES:
-        found = {5: 0.0, 10: 0.0}
-        started = time.monotonic()
-        for q in queries:
-            hits = svc.search(SearchRequest(query=q["query"], mode=mode, k=10, per_file=False,
-                                            scope=Scope(path=q["scope"]))).hits
-            for k in found:
-                found[k] += turn_recall(q["expected_turns"], hits[:k], lines)
-        out[mode] = {f"turn_recall@{k}": v / len(queries) for k, v in found.items()}
-        out[mode]["ms_per_query"] = 1000 * (time.monotonic() - started) / len(queries)
-    return out
-
-
-def turn_recall(expected: list[str], hits: list[Any], lines: dict[str, dict[str, int]]) -> float:
-    got = 0
-    for item in expected:
-        path, anchor = item.split("#", 1)
-        line = lines.get(path, {}).get(anchor)
-        if line is not None and any(h.path == path and h.start_line <= line <= h.end_line for h in hits):
-            got += 1
-    return got / len(expected)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="scifact,locomo")
     parser.add_argument("--limit-queries", type=int)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = []
-    for name in args.sets.split(","):
-        results.append({"scifact": scifact, "locomo": locomo}[name](args.limit_queries))
+    results = [scifact(args.limit_queries)]
     if args.json:
         print(json.dumps(results, indent=2))
         return

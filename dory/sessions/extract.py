@@ -47,7 +47,8 @@ PENDING = re.compile(
 
 
 # A turn written as `**Name** (anchor): text` or `Name: text` (transcripts of people talking).
-_SPEAKER = re.compile(r"^\s*(?:\*\*(?P<bold>[^*\n]{1,40})\*\*|(?P<plain>[A-Z][\w .'-]{0,30}))\s*(?:\([^)\n]{1,20}\))?\s*:\s*")
+_SPEAKER = re.compile(r"^\s*(?:\*\*(?P<bold>[^*\n]{1,40})\*\*|(?P<plain>[A-Z][\w .'-]{0,30}))"
+                      r"\s*(?:\([^)\n]{1,20}\))?\s*:\s*")
 
 
 @dataclass(frozen=True)

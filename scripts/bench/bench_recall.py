@@ -40,7 +40,8 @@ def metrics(ranks: list[list[int | None]]) -> dict[str, float]:
     return out
 
 
-def hit_ranks(expected: list[str], hits: list[tuple[str, int, int]], lines: dict[str, dict[str, int]]) -> list[int | None]:
+def hit_ranks(expected: list[str], hits: list[tuple[str, int, int]],
+              lines: dict[str, dict[str, int]]) -> list[int | None]:
     """For each expected `path#D3:7`, the rank of the first hit (path, start, end) covering its line."""
     out: list[int | None] = []
     for item in expected:

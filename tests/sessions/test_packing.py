@@ -80,8 +80,8 @@ def test_a_long_message_is_cut_into_chunks_that_rebuild_it_exactly() -> None:
 def test_remind_returns_archived_text_byte_for_byte() -> None:
     tricky = "  leading spaces\r\nCRLF line\n\n\ttab\u200b zero-width, emoji 🐟, trailing   \n"
     long = "".join(f"row {i} ✓ {'x' * (i % 13)}\n" for i in range(600))
-    messages = conversation(100) + [PackMessage("m-aaaaaaaaaaaa", "user", tricky),
-                                    PackMessage("m-bbbbbbbbbbbb", "tool", long, "tool_result")] + conversation(50)
+    messages = [*conversation(100), PackMessage("m-aaaaaaaaaaaa", "user", tricky),
+                PackMessage("m-bbbbbbbbbbbb", "tool", long, "tool_result"), *conversation(50)]
     res = pack(messages, 1200, count)
     archived_ids = {r.first_id for r in res.archived}
     assert "m-000000000000" in archived_ids

@@ -63,6 +63,10 @@ class SearchSettings(_Section):
     lexical_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     candidates: int = Field(50, ge=10, le=2000)
+    # Fusion for session recall: turns are short, so the top of each list matters more and the
+    # vector list (weaker on turns than on notes) counts half. Measured on LoCoMo (bench_recall.py).
+    session_rrf_k: int = Field(5, ge=1)
+    session_vector_weight: float = Field(0.5, ge=0)
     # Ranking-policy rules replacing or extending the built-in table (see dory/search/policy.py).
     policy: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -2,8 +2,8 @@
 
 Turns are ranked like durable chunks (reciprocal rank fusion of BM25 and vector lists), but every
 hit names the exact turn: its line range and message id. Session evidence is weaker than curated
-memory, so when both corpora are searched a turn's fused score is scaled by SESSION_FACTOR before
-the two lists are merged.
+memory, so when both corpora are searched the two lists are merged by rank with session turns
+counted at SESSION_FACTOR.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dory.sessions.store import SessionHit, SessionScope, SessionStore
 
 # Session turns against curated notes in corpus=all (the same weight the policy gives `logs/`).
 SESSION_FACTOR = 0.75
+MERGE_K = 20
 QueryVector = Callable[[str], tuple[np.ndarray, str]]  # query → (vector, fingerprint)
 
 
@@ -49,11 +50,11 @@ def recall(store: SessionStore, req: SearchRequest, settings: SearchSettings, qu
             if req.mode == "vector":
                 raise
             warnings.append(f"session vectors unavailable, turns are found by keywords only: {exc.message}")
-    weights = {"bm25": settings.lexical_weight, "vector": settings.vector_weight}
+    weights = {"bm25": settings.lexical_weight, "vector": settings.session_vector_weight}
     fused: dict[int, float] = {}
     for name, ranked in lists.items():
         for rank, (row, _) in enumerate(ranked, start=1):
-            fused[row] = fused.get(row, 0.0) + weights[name] / (settings.rrf_k + rank)
+            fused[row] = fused.get(row, 0.0) + weights[name] / (settings.session_rrf_k + rank)
     ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:wanted]
     parsed = parse_query(req.query)
     return [_hit(hit, parsed, position, _stages(hit.row, lists, hit.score) if req.debug else None)
@@ -83,7 +84,9 @@ def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScor
 
 
 def merge(durable: list[SearchHit], sessions: list[SearchHit], k: int) -> list[SearchHit]:
-    """Durable hits and session turns in one list: session scores scaled down, best k kept."""
-    scaled = [hit.model_copy(update={"score": round(hit.score * SESSION_FACTOR, 6)}) for hit in sessions]
-    merged = sorted([*durable, *scaled], key=lambda hit: -hit.score)
-    return merged[:k]
+    """Durable hits and session turns in one list. The two lists' scores are on different scales, so
+    they are merged by position (1 / (MERGE_K + rank)), session turns scaled by SESSION_FACTOR."""
+    keyed = [(1 / (MERGE_K + rank), hit) for rank, hit in enumerate(durable, start=1)]
+    keyed += [(SESSION_FACTOR / (MERGE_K + rank), hit) for rank, hit in enumerate(sessions, start=1)]
+    keyed.sort(key=lambda item: -item[0])
+    return [hit for _, hit in keyed[:k]]

@@ -228,9 +228,9 @@ class SessionStore:
         scores = matrix @ np.asarray(query, dtype=np.float32)
         if scope != SessionScope():
             where, params = _scope_sql(scope)
-            allowed = {row[0] for row in self.conn.execute(
-                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params)}
-            keep = np.fromiter((int(i) in allowed for i in ids), dtype=bool, count=len(ids))
+            rows = self.conn.execute(
+                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params).fetchall()
+            keep = np.isin(ids, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
             ids, scores = ids[keep], scores[keep]
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(ids[i]), float(scores[i])) for i in top]

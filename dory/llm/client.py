@@ -66,6 +66,13 @@ class LlmCounters:
         with self._lock:
             setattr(self, name, getattr(self, name) + count)
 
+    def reclassify_empty(self) -> None:
+        """A schema-valid answer the caller found empty (every list blank) counts as empty, not produced."""
+        with self._lock:
+            self.produced -= 1
+            self.empty += 1
+            self.failed += 1
+
     def as_dict(self) -> dict[str, int]:
         with self._lock:
             return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}

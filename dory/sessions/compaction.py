@@ -4,8 +4,9 @@ Sections (always all five, in this order): Files Modified, Key Decisions, Import
 State, Pending Tasks. With an LLM configured the model writes them under a strict JSON contract; the
 answer is normalised (trimmed, deduplicated, capped) before it is rendered. Without one, or when the
 model fails, extraction fills the same sections (see extract.py). The whole summary stays under a
-word cap: the longest section gives up its last items first, Important Values last (exact values are
-what a summary is hardest to recover).
+word cap: sections give up their last items in a fixed order (Current State, Key Decisions, Pending
+Tasks, Files Modified) and Important Values last, since exact values are what a summary is hardest
+to recover.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def extractive(turns: list[PackMessage], word_cap: int = 400) -> Parts:
     parts = Parts(files=found["files"], decisions=[s.attributed() for s in decisions], values=values,
                   pending=[s.attributed() for s in pending])
     # Current State takes the words the other sections leave, with the session's most central sentences.
-    room = word_cap - _words(parts.sections())
+    room = word_cap - len(_block(parts.sections()).split())
     state = extract.central(said, ITEMS_PER_SECTION * 2, exclude=taken, max_words=room)
     parts.state = [s.attributed() for s in state]
     return parts
@@ -89,7 +90,7 @@ def llm_input(turns: list[PackMessage], previous: str | None) -> str:
 def from_llm(answer: dict[str, object]) -> Parts:
     """The model's answer normalised: strings trimmed to one line each, duplicates and blanks dropped."""
     def clean(value: object) -> list[str]:
-        items = value if isinstance(value, list) else [value]
+        items = value if isinstance(value, list) else ([] if value is None else [value])
         out: list[str] = []
         for item in items:
             text = " ".join(str(item).split())[:ITEM_CHARS]
@@ -107,25 +108,23 @@ def is_empty(parts: Parts) -> bool:
 
 
 def render(parts: Parts, word_cap: int) -> str:
-    """The summary block, trimmed to `word_cap` words."""
+    """The summary block, at most `word_cap` words as a whole (headings and bullets included)."""
     sections = [list(items) for items in parts.sections()]
     trim_order = [3, 1, 4, 0, 2]  # state, decisions, pending, files, then values
-    while _words(sections) > word_cap and any(sections):
+    text = _block(sections)
+    while len(text.split()) > word_cap and any(sections):
         sections[next(i for i in trim_order if sections[i])].pop()
+        text = _block(sections)
+    return text
+
+
+def _block(sections: list[list[str]]) -> str:
     blocks = [OPEN]
     for title, items in zip(SECTIONS, sections, strict=True):
         blocks.append(f"## {title}")
         blocks += [f"- {item}" for item in items] or ["- (none)"]
     blocks.append(CLOSE)
     return "\n".join(blocks)
-
-
-def _count(items: list[str]) -> int:
-    return sum(len(item.split()) for item in items)
-
-
-def _words(sections: list[list[str]]) -> int:
-    return sum(_count(items) for items in sections) + 3 * len(SECTIONS)
 
 
 # --- durable facts flushed into proposals before summarising ---------------------------------------

@@ -30,7 +30,7 @@ URL = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
 PATH = re.compile(r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}(?::\d+)?(?![\w/])"
                   r"|(?<![\w/.-])[\w-]+\.(?:py|md|ts|tsx|js|json|toml|yaml|yml|rs|go|sh|sql|txt|cfg|ini|lock)\b")
 IDENT = re.compile(r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40}|"
-                   r"[A-Z][A-Z0-9]+-\d+|#\d{2,})\b")
+                   r"[A-Z][A-Z0-9]+-\d+)\b|(?<![\w#])#\d{2,}\b")
 ERROR_LINE = re.compile(r"(?:error|exception|traceback|failed|fatal|panic|denied|refused|not found|"
                         r"\b[45]\d\d\b|errno)", re.IGNORECASE)
 COMMAND_CALL = re.compile(r"^(?:bash|shell|exec|run|local_shell|terminal|command)\s*:\s*(.+)$", re.IGNORECASE)
@@ -63,14 +63,21 @@ class Sentence:
         return f"{self.speaker}: {self.text}" if self.speaker else self.text
 
 
+# Labels that open a line like a speaker would but are not people.
+_NOT_SPEAKERS = frozenset({"todo", "fixme", "note", "notes", "next", "next steps", "next step", "decision", "decisions",
+                           "error", "warning", "summary", "update", "status", "result", "output", "question",
+                           "answer", "q", "a", "tl;dr", "important", "edit", "fix", "done", "plan", "goal"})
+
+
 def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
     """(role, text) turns split into sentences (code fences skipped: values are taken from them separately)."""
     out = []
     for index, (role, text) in enumerate(turns):
         prose = re.sub(r"```.*?(?:```|$)", " ", text, flags=re.DOTALL)
         speaker = None
-        if m := _SPEAKER.match(prose):
-            speaker = (m.group("bold") or m.group("plain")).strip()
+        if (m := _SPEAKER.match(prose)) and (name := (m.group("bold") or m.group("plain")).strip()).lower() \
+                not in _NOT_SPEAKERS:
+            speaker = name
             prose = prose[m.end():]
         for piece in _SENTENCE.split(prose):
             piece = " ".join(piece.split())

@@ -125,7 +125,8 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
     items, archived = _assemble(plan, messages, costs, head, count)
     while sum(item.tokens for item in items) > available:  # the placeholders were not planned for
         if not _give_back(plan, protected):
-            warnings.append("the system block and summary alone exceed the budget")
+            warnings.append("nothing more can be dropped: the budget is too small for what is protected "
+                            "(system block, summary, newest message) and the placeholders")
             break
         items, archived = _assemble(plan, messages, costs, head, count)
     recalled = sorted(plan.recalled, key=lambda cid: (plan.recalled[cid].index, cid))

@@ -162,7 +162,7 @@ class SessionService:
         rel = files.resolve(req.id)
         session, _ = files.load(rel)
         messages = session_messages(session)
-        covered = messages[:len(messages) - req.retain] if req.retain else messages
+        covered = messages[:max(len(messages) - req.retain, 0)]
         retained = messages[len(covered):]
         summary_rel = files.summary_path(rel)
         previous = read_summary(settings.corpus / summary_rel)
@@ -194,6 +194,7 @@ class SessionService:
                                           compaction.SCHEMA, "compaction")
             parts = compaction.from_llm(answer)
             if compaction.is_empty(parts):
+                client.counters.reclassify_empty()
                 raise llm.LlmBadOutput("compaction: the model returned only empty sections", reason="empty")
             return "llm", compaction.render(parts, cap), client.counters.as_dict()
         except BackendUnavailable as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import click
 
@@ -62,7 +64,10 @@ def pack(ctx: click.Context, session: str | None, messages_file: str | None, que
 
 
 def _read_messages(source: str) -> list[PackInput]:
-    raw = click.get_binary_stream("stdin").read() if source == "-" else open(source, "rb").read()  # noqa: SIM115
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read --messages {source}: {exc.strerror}") from exc
     try:
         value = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

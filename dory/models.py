@@ -542,7 +542,7 @@ class IngestedSession(_Model):
     session_id: str
     title: str
     status: str
-    action: Literal["created", "appended", "unchanged", "kept_deleted"]
+    action: Literal["created", "appended", "updated", "unchanged", "kept_deleted"]
     messages: int
     added: int = Field(description="messages new to the transcript")
 

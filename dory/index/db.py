@@ -7,6 +7,7 @@ lives in `PRAGMA user_version`; each migration is applied once, in order, inside
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 from dory.errors import BackendUnavailable, IndexLocked
@@ -170,9 +171,24 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn, path)
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def _wal(conn: sqlite3.Connection, path: Path) -> None:
+    """Switch to WAL. SQLite does not apply the busy timeout to this switch, so a database another
+    process is creating at the same moment is waited for here, as long as any other lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                conn.close()
+                raise IndexLocked(f"{path} stayed locked by another process: {exc}") from exc
+            time.sleep(0.05)
 
 
 def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:

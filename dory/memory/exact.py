@@ -241,7 +241,7 @@ def set_fields(doc: Document, updates: dict[str, Any], body: str) -> bytes:
     """The note with `updates` made to its frontmatter block line by line (every other line, comment
     and key order as it was) followed by `body` as given (in the note's line endings)."""
     nl = newline_of(doc)
-    block = doc.lines[1:doc.body_start - 1]
+    block = doc.lines[1:doc.body_start - 1] if doc.body_start else []  # no block yet: one is added
     for key, value in updates.items():
         line = frontmatter.render({key: value}, "").decode().split("\n")[1]
         start = next((i for i, text in enumerate(block) if (m := _TOP_KEY.match(text)) and m.group(1) == key), None)

@@ -14,7 +14,15 @@ from typing import Any
 
 from dory.corpus.atomic import create_exclusive, sha256_of, swap_if_unchanged
 from dory.corpus.paths import SESSIONS_ROOT, resolve_inside
-from dory.errors import NotFound, UsageError, ValidationError, WriteConflict
+from dory.errors import (
+    NotFound,
+    PathNotAllowed,
+    PathOutsideCorpus,
+    UnreadableFile,
+    UsageError,
+    ValidationError,
+    WriteConflict,
+)
 from dory.memory.exact import read_editable, set_fields
 from dory.models import IngestedSession, SessionInfo, SessionUpdateRequest
 from dory.sessions.store import SessionStore
@@ -68,12 +76,12 @@ class SessionFiles:
         """Create the session's transcript or merge the import into it (idempotent)."""
         for _ in range(SAVE_ATTEMPTS):
             rel = self._existing(incoming.session_id) or session_path(incoming)
-            path = self.corpus / rel
-            try:
-                before: bytes | None = path.read_bytes()
-            except FileNotFoundError:
-                before = None
+            path = self._writable(rel)
+            before = _read_if_there(path, rel)
             existing = parse_session(rel, before) if before is not None else None
+            if existing is not None and existing.session_id != incoming.session_id:
+                raise WriteConflict(f"{rel} holds another session ({existing.session_id}); nothing was written",
+                                    path=rel)
             session = merge(existing, incoming) if existing is not None else incoming
             after = render_session(session)
             report = _report(rel, session, existing, after == before)
@@ -86,9 +94,22 @@ class SessionFiles:
                     swap_if_unchanged(path, after, sha256_of(before))
             except WriteConflict:
                 continue  # someone else wrote it meanwhile: read and merge again
+            except OSError as exc:
+                raise UnreadableFile(f"cannot write {rel}: {exc.strerror or exc}", path=rel, reason="unwritable") \
+                    from exc
             return report
         raise WriteConflict(f"session {incoming.session_id} kept changing while it was saved; try again",
                             session_id=incoming.session_id)
+
+    def _writable(self, rel: str) -> Path:
+        """The transcript's path, refused when it (or a folder on the way) leads outside the corpus."""
+        path = self.corpus / rel
+        if path.is_symlink():
+            raise PathNotAllowed(f"{rel} is a symlink; Dory does not write transcripts through links", path=rel)
+        root = self.corpus.resolve()
+        if path.parent.exists() and not path.parent.resolve().is_relative_to(root):
+            raise PathOutsideCorpus(f"{rel} leads outside the corpus through a symlinked folder", path=rel)
+        return path
 
     def _existing(self, session_id: str) -> str | None:
         row = self.store.conn.execute("SELECT path FROM sessions WHERE session_id = ? ORDER BY path LIMIT 1",
@@ -126,6 +147,15 @@ class SessionFiles:
         raise WriteConflict(f"{rel} kept changing while it was edited; try again", path=rel)
 
 
+def _read_if_there(path: Path, rel: str) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a folder where the transcript belongs, a file where a folder does, …
+        raise UnreadableFile(f"cannot read {rel}: {exc.strerror or exc}", path=rel, reason="unreadable") from exc
+
+
 def _report(rel: str, session: Session, existing: Session | None, same: bool) -> IngestedSession:
     if existing is None:
         action, added = "created", len(session.messages)
@@ -134,7 +164,8 @@ def _report(rel: str, session: Session, existing: Session | None, same: bool) ->
     elif same:
         action, added = "unchanged", 0
     else:
-        action, added = "appended", len(session.messages) - len(existing.messages)
+        added = len(session.messages) - len(existing.messages)
+        action = "appended" if added else "updated"  # only the frontmatter moved (status, source)
     return IngestedSession(path=rel, session_id=session.session_id, title=session.title, status=session.status,
                            action=action, messages=len(session.messages), added=max(added, 0))  # type: ignore[arg-type]
 

@@ -49,6 +49,7 @@ HARNESS_ROOTS = {
     "claude-code": ("DORY_CLAUDE_PROJECTS_ROOT", "~/.claude/projects"),
     "codex": ("DORY_CODEX_SESSIONS_ROOT", "~/.codex/sessions"),
 }
+CHANGED = ("created", "appended", "updated")
 _JSONL_TYPES = {"user": "user", "assistant": "assistant", "tool": "tool_result", "system": "system"}
 
 
@@ -67,7 +68,7 @@ class SessionService:
     # -- ingest ------------------------------------------------------------------------------
     def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
         response = self._save(req.content.encode("utf-8", "surrogatepass"), req)
-        self._index([s.path for s in response.sessions if s.action in ("created", "appended")], response)
+        self._index([s.path for s in response.sessions if s.action in CHANGED], response)
         return response
 
     def _save(self, data: bytes, req: SessionIngestRequest) -> SessionIngestResponse:
@@ -99,11 +100,15 @@ class SessionService:
             root = harness_root(harness)
             roots[harness] = str(root) if root.is_dir() else None
             for path in _transcripts(root, harness, since, warnings):
-                data = path.read_bytes()
+                try:
+                    data = path.read_bytes()
+                except OSError as exc:
+                    warnings.append(f"{path}: {exc.strerror or exc}")
+                    continue
                 one = self._save(data, SessionIngestRequest(content="-", format=harness, source_path=str(path),  # type: ignore[arg-type]
                                                             dry_run=req.dry_run))
                 results.append(one)
-                changed += [s.path for s in one.sessions if s.action in ("created", "appended")]
+                changed += [s.path for s in one.sessions if s.action in CHANGED]
         response = SessionImportResponse(roots=roots, files=results, counts=_counts(results), warnings=warnings)
         if changed and not req.dry_run:
             self.service.as_writer("index_paths", IndexPathsRequest(paths=changed))
@@ -244,6 +249,8 @@ def _transcripts(root: Path, harness: str, since: float | None, warnings: list[s
         return []
     found = []
     for path in sorted(root.rglob("*.jsonl")):
+        if not path.is_file():
+            continue
         if harness == "claude-code" and "subagents" in path.relative_to(root).parts:
             continue  # a subagent's answer already reaches the main transcript as a tool result
         try:
@@ -284,7 +291,7 @@ def _turn(message: Message) -> Turn:
 
 def _jsonl_record(session_id: str, message: Message) -> dict[str, object]:
     """One line of the generic JSONL format `dory sessions ingest --format jsonl` reads back."""
-    kind = "tool_result" if message.kind == "tool_result" else _JSONL_TYPES[message.role]
+    kind = message.kind if message.kind in ("tool_result", "summary") else _JSONL_TYPES[message.role]
     record: dict[str, object] = {"type": kind, "content": message.text, "timestamp": message.time,
                                  "session_id": session_id}
     if message.tool_calls:

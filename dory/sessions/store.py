@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
 # The frontmatter key holding agents' weights for messages (`dory context mark`).
 WEIGHTS_KEY = "weights"
 # The session index is disposable: a file of another version is rebuilt from the transcripts.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # How much a brand-new session is favoured over an old one with the same BM25 score, and how fast
 # that favour fades (halves every RECENCY_HALF_LIFE_DAYS).
 RECENCY_WEIGHT = 0.5
@@ -110,7 +110,8 @@ class SessionStore:
                     for table in ("messages_fts", "embeddings", "messages", "sessions"):
                         self.conn.execute(f"DROP TABLE IF EXISTS {table}")
                 self.conn.executescript(SCHEMA)
-                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, title, "
+                # Only the turn's own words: a hit must point at a turn that says them.
+                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, "
                                   f"tokenize = '{tokenizer}')")
                 self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -143,8 +144,7 @@ class SessionStore:
                 (row, ordinal, message.id, message.role, message.kind, message.time, message.start_line,
                  message.end_line, message.text, text_hash(message.text), weights.get(message.id, 0.0)),
             ).lastrowid
-            self.conn.execute("INSERT INTO messages_fts(rowid, text, title) VALUES (?, ?, ?)",
-                              (message_row, message.text, session.title))
+            self.conn.execute("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", (message_row, message.text))
 
     def delete(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM sessions WHERE path = ?", (rel,)).fetchone()
@@ -173,7 +173,7 @@ class SessionStore:
             return []
         where, params = _scope_sql(scope)
         rows = self.conn.execute(
-            "SELECT m.id, m.time, s.updated, bm25(messages_fts, 1.0, 0.5) AS rank FROM messages_fts "
+            "SELECT m.id, m.time, s.updated, bm25(messages_fts) AS rank FROM messages_fts "
             "JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_row "
             f"WHERE messages_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
             (match, *params, limit * CANDIDATES_PER_HIT),

@@ -381,7 +381,8 @@ def test_mark_writes_the_weight_into_the_frontmatter_and_pack_recalls_it(run, do
     after_reindex, second_mark = parallel(run, ("context", "pack", "--session", SESSION_ID, "--budget", "400",
                                                 "--reserve", "0"),
                                           ("context", "mark", other["id"], "--weight", "0.5", "--session", SESSION_ID))
-    assert ok_json(after_reindex)["recalled"] == [old["id"]]
+    # The pack may run before or after the concurrent mark of `other`; the weight of `old` holds either way.
+    assert old["id"] in ok_json(after_reindex)["recalled"]
     ok_json(second_mark)
     weights = sorted([f"{old['id']}=5", f"{other['id']}=0.5"])
     assert f"weights: {' '.join(weights)}" in frontmatter_lines(file.read_bytes())

@@ -71,9 +71,10 @@ class _Plan:
     recalled: dict[str, Chunk] = field(default_factory=dict)
 
 
-def chunks_of(message: PackMessage, index: int, count: TokenCounter) -> list[Chunk]:
-    """The message cut at line ends into pieces of at most CHUNK_TOKENS (a longer line is its own piece)."""
-    total = count(message.text)
+def chunks_of(message: PackMessage, index: int, count: TokenCounter, total: int | None = None) -> list[Chunk]:
+    """The message cut at line ends into pieces of at most CHUNK_TOKENS (a longer line is its own piece);
+    `total` is the message's token count when the caller has it already."""
+    total = count(message.text) if total is None else total
     if total <= CHUNK_TOKENS:
         return [Chunk(message.id, index, message.text, total)]
     pieces: list[str] = []
@@ -116,7 +117,8 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
     if len(plan.kept) < len(protected):
         warnings.append(f"the last {min_recent} messages do not fit the budget; {len(plan.kept)} were kept")
     room = max(room - PLACEHOLDER_ALLOWANCE, 0)
-    older = [chunk for i, m in enumerate(messages[:len(messages) - len(protected)]) for chunk in chunks_of(m, i, count)]
+    older = [chunk for i, m in enumerate(messages[:len(messages) - len(protected)])
+             for chunk in chunks_of(m, i, count, costs[i] - MESSAGE_OVERHEAD)]
     _score(older, messages, query, beta)
     recall_room = int(room * RECALL_SHARE) if any(c.utility > 0 for c in older) else 0
     room -= _recall(plan, older, recall_room, messages, count)

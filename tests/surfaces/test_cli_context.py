@@ -14,13 +14,13 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.concurrency import parallel
 from support.fake_llm import FakeLlm, ok, status
 
 from dory.surfaces.cli import cli
@@ -84,18 +84,6 @@ def failed(result: Any, exit_code: int, code: str, message: str) -> None:
     assert result.code == exit_code, result
     error = result.error()
     assert (error["code"], error["message"]) == (code, message), error
-
-
-def parallel(run: Callable[..., Any], *calls: tuple[Any, ...]) -> list[Any]:
-    """Independent commands at once; a call ending in a dict passes it to the subprocess."""
-
-    def one(call: tuple[Any, ...]) -> Any:
-        if call and isinstance(call[-1], dict):
-            return run(*call[:-1], **call[-1])
-        return run(*call)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(one, calls))
 
 
 def split_note(data: bytes) -> tuple[bytes, bytes]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.concurrency import parallel
 
 FIXTURES = Path(__file__).parents[1] / "sessions" / "fixtures"
 CLAUDE_ID = "5b6f9a1e-2c3d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -100,20 +101,6 @@ def run(dory, root: Path) -> Callable[..., Any]:
         return dory("--corpus", str(root), *args, "--json", **popen)
 
     return call
-
-
-def parallel(run: Callable[..., Any], *calls: tuple[Any, ...]) -> list[Any]:
-    """Independent commands at once (reads, or writes the index serialises), on a corpus whose state folder
-    exists (see test_first_open_of_the_session_index_waits_for_a_busy_database). A call ending in a dict
-    passes it to the subprocess (e.g. {"input": text} for stdin)."""
-
-    def one(call: tuple[Any, ...]) -> Any:
-        if call and isinstance(call[-1], dict):
-            return run(*call[:-1], **call[-1])
-        return run(*call)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(one, calls))
 
 
 # -- 1. ingest of each harness format ------------------------------------------------------------

@@ -214,6 +214,8 @@ class StatusResponse(_Model):
     index_bytes: int
     daemon: DaemonStatus = Field(default_factory=lambda: DaemonStatus(running=False))
     jobs: list[JobRun] = Field(default_factory=list)  # each job's last run
+    sessions: dict[str, int] = Field(default_factory=dict, description="the session plane: sessions, turns, "
+                                     "turn vectors still to embed")
     warnings: list[str] = Field(default_factory=list)
 
 

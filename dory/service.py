@@ -19,8 +19,8 @@ from dory.config import Settings
 from dory.context.wake import RecentSession, build_wake
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.journal import Journal
-from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_note
-from dory.corpus.scan import ScanResult
+from dory.corpus.paths import SESSIONS_ROOT, IgnoreRules, normalize_rel, resolve_note
+from dory.corpus.scan import ScanResult, scan_paths
 from dory.corpus.template import copy_template
 from dory.errors import (
     BackendUnavailable,
@@ -93,6 +93,7 @@ from dory.sessions.context import ContextService
 from dory.sessions.service import SessionService
 from dory.sessions.store import SessionStore
 from dory.sessions.sync import sync_sessions
+from dory.sessions.transcript import SUMMARY_SUFFIX
 
 # How long a write waits for a running reindex (without a daemon) to release the index.
 WRITE_LOCK_WAIT_S = 60.0
@@ -275,8 +276,21 @@ class DoryService:
             fingerprint_matches=matches, vector_index=vector_index,
             skipped=skipped, broken_frontmatter=broken, last_reindex=store.meta("last_reindex"),
             index_bytes=_file_bytes(self.settings.db_path, Path(f"{self.settings.db_path}-wal"), faiss_path),
-            daemon=daemon, jobs=jobs, warnings=warnings,
+            daemon=daemon, jobs=jobs, sessions=self._session_counts(fingerprint, warnings), warnings=warnings,
         )
+
+    def _session_counts(self, fingerprint: dict[str, Any] | None, warnings: list[str]) -> dict[str, int]:
+        scan = scan_paths(self.settings.corpus, IgnoreRules(self.settings.index.ignore), [SESSIONS_ROOT])
+        on_disk = sum(1 for rel in scan.files if not rel.endswith(SUMMARY_SUFFIX))
+        if not self.settings.sessions_db_path.exists():
+            return {"on_disk": on_disk} if on_disk else {}
+        counts = self.session_store.counts() | {"on_disk": on_disk}
+        if set(self.session_store.indexed()) != {rel for rel in scan.files if not rel.endswith(SUMMARY_SUFFIX)}:
+            warnings.append("the session index differs from the transcripts on disk; `dory reindex` (or a running "
+                            "daemon) brings it in line")
+        if fingerprint is not None:
+            counts["vectors_pending"] = self.session_store.pending_count(fingerprint_key(fingerprint))  # type: ignore[arg-type]
+        return counts
 
     def _vector_index_kind(self, path: Path) -> str:
         if not path.exists():

@@ -70,6 +70,12 @@ def status(res: StatusResponse) -> str:
         f"last reindex {res.last_reindex or 'never'}  index size {res.index_bytes / 1e6:.1f} MB",
         *_daemon_lines(res.daemon),
     ]
+    if res.sessions:
+        got = res.sessions
+        lines.append(f"sessions     {got.get('sessions', 0)} indexed / {got.get('on_disk', 0)} on disk, "
+                     f"{got.get('messages', 0)} turns"
+                     + (f", {res.sessions['vectors_pending']} turn vectors pending"
+                        if "vectors_pending" in res.sessions else ""))
     lines += [f"job          {run.job}: {run.status} for {run.period} (ended {run.ended or '-'})" for run in res.jobs]
     if res.skipped:
         lines.append(f"skipped      {len(res.skipped)} files:")

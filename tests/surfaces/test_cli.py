@@ -387,7 +387,7 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
     assert set(body) == {"corpus", "state_dir", "files_on_disk", "files_indexed", "chunks", "vectors",
                          "vectors_pending", "pending_changes", "embedder", "fingerprint", "fingerprint_matches",
                          "vector_index", "skipped", "broken_frontmatter", "last_reindex", "index_bytes", "warnings",
-                         "daemon", "jobs"}
+                         "daemon", "jobs", "sessions"}
     root = cli.root.resolve()
     assert (body["corpus"], body["state_dir"]) == (str(root), str(root / ".dory"))
     assert (body["files_on_disk"], body["files_indexed"]) == (5, 4)

@@ -392,8 +392,9 @@ class DoryService:
             response = self.run_write(op, req.model_dump(mode="json"))
             if vectors is not None:
                 vector_pass.finish(self.store, vectors, self.fingerprint(), self.settings.faiss_path)
-            with suppress(DoryError):  # session turns are small: embed them now (a daemon does it in the background)
-                self.embed_session_turns()
+            if op == "index_paths":  # new session turns are few: embed them now (a daemon does it in the background)
+                with suppress(DoryError):
+                    self.embed_session_turns()
             return response
 
     def run_write(self, op: str, request: dict[str, Any]) -> dict[str, Any]:

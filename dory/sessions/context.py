@@ -89,15 +89,8 @@ class ContextService:
         return MarkResponse(id=req.id, session_id=session.session_id, path=rel, weight=req.weight)
 
     def _paths_holding(self, wanted_message: str, session: str | None) -> list[str]:
-        conn = self.service.session_store.conn
-        if session is not None:
-            rel = self.files.resolve(session)
-            rows = conn.execute("SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row "
-                                "WHERE m.message_id = ? AND s.path = ?", (wanted_message, rel))
-        else:
-            rows = conn.execute("SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row "
-                                "WHERE m.message_id = ? ORDER BY s.path", (wanted_message,))
-        return [row[0] for row in rows]
+        path = self.files.resolve(session) if session is not None else None
+        return self.service.session_store.paths_holding(wanted_message, path)
 
 
 def session_messages(session: Session) -> list[packing.PackMessage]:

@@ -47,12 +47,7 @@ class SessionFiles:
             if not rel.startswith(SESSIONS_ROOT + "/") or rel.endswith(SUMMARY_SUFFIX):
                 raise ValidationError(f"{rel} is not a session transcript (under {SESSIONS_ROOT}/)", path=rel)
             return rel
-        conn = self.store.conn
-        rows = conn.execute("SELECT path, session_id FROM sessions WHERE session_id = ?", (ident,)).fetchall()
-        if not rows and ident:
-            pattern = ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            rows = conn.execute("SELECT path, session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' "
-                                "ORDER BY session_id LIMIT 6", (pattern,)).fetchall()
+        rows = self.store.find(ident, prefix=False) or (self.store.find(ident, prefix=True) if ident else [])
         if not rows:
             raise NotFound(f"no session {ident!r}; `dory sessions list` shows them", id=ident)
         if len(rows) > 1:
@@ -112,9 +107,8 @@ class SessionFiles:
         return path
 
     def _existing(self, session_id: str) -> str | None:
-        row = self.store.conn.execute("SELECT path FROM sessions WHERE session_id = ? ORDER BY path LIMIT 1",
-                                      (session_id,)).fetchone()
-        return str(row[0]) if row and (self.corpus / row[0]).is_file() else None
+        found = self.store.find(session_id, prefix=False)
+        return found[0][0] if found and (self.corpus / found[0][0]).is_file() else None
 
     def update(self, req: SessionUpdateRequest) -> str:
         """Rename, delete (a tombstone: status deleted, the text stays) or restore a session."""

@@ -116,22 +116,8 @@ class SessionService:
 
     # -- reading -----------------------------------------------------------------------------
     def list(self, req: SessionListRequest) -> SessionListResponse:
-        clauses, params = ["1 = 1"], []
-        for column, value in (("agent", req.agent), ("status", req.status)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if not req.include_deleted and req.status != "deleted":
-            clauses.append("status != 'deleted'")
-        if req.since:
-            clauses.append("substr(coalesce(updated, started, ''), 1, 10) >= ?")
-            params.append(req.since)
-        where = " AND ".join(clauses)
-        conn = self.service.session_store.conn
-        total = conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
-        rows = conn.execute(
-            "SELECT path, session_id, agent, device, title, status, started, updated, message_count FROM sessions "
-            f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (*params, req.limit))
+        rows, total = self.service.session_store.sessions(req.agent, req.status, req.since, req.include_deleted,
+                                                          req.limit)
         sessions = [SessionInfo(path=r[0], session_id=r[1], agent=r[2], device=r[3], title=r[4], status=r[5],
                                 started=r[6], updated=r[7], messages=r[8]) for r in rows]
         return SessionListResponse(sessions=sessions, total=total)

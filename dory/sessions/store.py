@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,6 +154,48 @@ class SessionStore:
         self.conn.execute("DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE session_row = ?)",
                           (row[0],))
         self.conn.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
+
+    def sessions(self, agent: str | None, status: str | None, since: str | None, include_deleted: bool,
+                 limit: int) -> tuple[list[sqlite3.Row], int]:
+        """Sessions newest first (path, session_id, agent, device, title, status, started, updated,
+        message_count) and how many match in all."""
+        clauses, params = ["1 = 1"], []
+        for column, value in (("agent", agent), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if not include_deleted and status != "deleted":
+            clauses.append("status != 'deleted'")
+        if since:
+            clauses.append("substr(coalesce(updated, started, ''), 1, 10) >= ?")
+            params.append(since)
+        where = " AND ".join(clauses)
+        total = self.conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
+        rows = self.conn.execute(
+            "SELECT path, session_id, agent, device, title, status, started, updated, message_count FROM sessions "
+            f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (*params, limit)).fetchall()
+        return rows, total
+
+    def find(self, ident: str, prefix: bool) -> list[tuple[str, str]]:
+        """(path, session_id) of the sessions with this id, or (prefix) whose id starts with it."""
+        if not prefix:
+            rows = self.conn.execute("SELECT path, session_id FROM sessions WHERE session_id = ? ORDER BY path",
+                                     (ident,))
+        else:
+            pattern = ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.conn.execute("SELECT path, session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' "
+                                     "ORDER BY session_id LIMIT 6", (pattern,))
+        return [(row[0], row[1]) for row in rows]
+
+    def paths_holding(self, message_id: str, path: str | None = None) -> list[str]:
+        """The transcripts holding a message id (narrowed to `path` when given)."""
+        sql = ("SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row "
+               "WHERE m.message_id = ?")
+        params = [message_id]
+        if path is not None:
+            sql += " AND s.path = ?"
+            params.append(path)
+        return [row[0] for row in self.conn.execute(sql + " ORDER BY s.path", params)]
 
     def recent(self, status: str, limit: int) -> list[tuple[str, str, str, str | None]]:
         """(path, title, agent, updated) of the newest sessions with this status."""

@@ -90,6 +90,7 @@ from dory.search.recall import QueryVector, merge, recall
 from dory.search.semantic import LiveVectors
 from dory.sessions import vectors as session_vectors
 from dory.sessions.context import ContextService
+from dory.sessions.files import SessionFiles
 from dory.sessions.service import SessionService
 from dory.sessions.store import SessionStore
 from dory.sessions.sync import sync_sessions
@@ -131,6 +132,9 @@ class DoryService:
     @cached_property
     def session_store(self) -> SessionStore:
         return SessionStore(self.settings.sessions_db_path, self.settings.index.tokenizer)
+
+    def session_files(self) -> SessionFiles:
+        return SessionFiles(self.settings.corpus, self.session_store)
 
     @cached_property
     def embedder(self) -> Embedder | None:
@@ -281,11 +285,11 @@ class DoryService:
 
     def _session_counts(self, fingerprint: dict[str, Any] | None, warnings: list[str]) -> dict[str, int]:
         scan = scan_paths(self.settings.corpus, IgnoreRules(self.settings.index.ignore), [SESSIONS_ROOT])
-        on_disk = sum(1 for rel in scan.files if not rel.endswith(SUMMARY_SUFFIX))
+        transcripts = {rel for rel in scan.files if not rel.endswith(SUMMARY_SUFFIX)}
         if not self.settings.sessions_db_path.exists():
-            return {"on_disk": on_disk} if on_disk else {}
-        counts = self.session_store.counts() | {"on_disk": on_disk}
-        if set(self.session_store.indexed()) != {rel for rel in scan.files if not rel.endswith(SUMMARY_SUFFIX)}:
+            return {"on_disk": len(transcripts)} if transcripts else {}
+        counts = self.session_store.counts() | {"on_disk": len(transcripts)}
+        if set(self.session_store.indexed()) != transcripts:
             warnings.append("the session index differs from the transcripts on disk; `dory reindex` (or a running "
                             "daemon) brings it in line")
         if fingerprint is not None:

@@ -120,7 +120,7 @@ class SearchEngine:
 
     def _hit(self, req: SearchRequest, parsed: ParsedQuery, c: H.Candidate, position: int,
              lists: dict[str, list[tuple[int, float]]]) -> SearchHit:
-        stages = _stages(c.chunk_id, lists)
+        stages = stage_ranks(c.chunk_id, lists)
         explain = None
         if req.debug:
             fused = c.score / c.factor if req.mode != "exact" else None
@@ -134,7 +134,7 @@ class SearchEngine:
         )
 
 
-def _stages(chunk_id: int, lists: dict[str, list[tuple[int, float]]]) -> dict[str, float | int | None]:
+def stage_ranks(chunk_id: int, lists: dict[str, list[tuple[int, float]]]) -> dict[str, float | int | None]:
     stages: dict[str, float | int | None] = {}
     for name, ranked in lists.items():
         if name == "exact":

@@ -15,6 +15,7 @@ import numpy as np
 from dory.config import SearchSettings
 from dory.errors import BackendUnavailable
 from dory.models import Scope, SearchHit, SearchRequest, SessionTurn, StageScores
+from dory.search.engine import stage_ranks
 from dory.search.hits import text_snippet
 from dory.search.query import ParsedQuery, parse_query
 from dory.sessions.store import SessionHit, SessionScope, SessionStore
@@ -62,13 +63,7 @@ def recall(store: SessionStore, req: SearchRequest, settings: SearchSettings, qu
 
 
 def _stages(row: int, lists: dict[str, list[tuple[int, float]]], fused: float) -> StageScores:
-    stages: dict[str, float | int] = {}
-    for name, ranked in lists.items():
-        for rank, (other, score) in enumerate(ranked, start=1):
-            if other == row:
-                stages[f"{name}_rank"], stages[f"{name}_score"] = rank, round(score, 6)
-                break
-    return StageScores(**stages, fused=fused, final=fused)  # type: ignore[arg-type]
+    return StageScores(**stage_ranks(row, lists), fused=fused, final=fused)  # type: ignore[arg-type]
 
 
 def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScores | None) -> SearchHit:

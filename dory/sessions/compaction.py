@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 
 from dory.sessions import extract
 from dory.sessions.packing import PackMessage
+from dory.sessions.transcript import TOOL_CALLS
 
 SECTIONS = ("Files Modified", "Key Decisions", "Important Values", "Current State", "Pending Tasks")
 OPEN, CLOSE = "<continuation_summary>", "</continuation_summary>"
 ITEM_CHARS = 300
-TOOL_CALLS_BLOCK = "\n\nTool calls:\n"  # how a message's tool calls follow its text (context.session_messages)
+# How a message's tool calls follow its text when a session is packed or summarised (context.session_messages).
+TOOL_CALLS_BLOCK = f"\n\n{TOOL_CALLS}\n"
 ITEMS_PER_SECTION = 12
 LLM_INPUT_CHARS = 48_000  # the transcript part handed to the model: its newest text when longer
 _LIST = {"type": "array", "items": {"type": "string", "maxLength": 600}, "maxItems": 40}

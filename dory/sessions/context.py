@@ -18,30 +18,24 @@ from dory.models import (
     RemindResponse,
     WakeRequest,
 )
-from dory.sessions import packing
-from dory.sessions.files import SessionFiles
+from dory.sessions import compaction, packing
 from dory.sessions.store import WEIGHTS_KEY, parse_weights, render_weights
 from dory.sessions.transcript import Session, message_id
 
 if TYPE_CHECKING:
     from dory.service import DoryService
 
-SUMMARY_OPEN, SUMMARY_CLOSE = "<continuation_summary>", "</continuation_summary>"
 
 
 class ContextService:
     def __init__(self, service: DoryService) -> None:
         self.service = service
 
-    @property
-    def files(self) -> SessionFiles:
-        return SessionFiles(self.service.settings.corpus, self.service.session_store)
-
     def pack(self, req: ContextPackRequest) -> ContextPackResponse:
         cfg = self.service.settings.context
         summary = None
         if req.session is not None:
-            files = self.files
+            files = self.service.session_files()
             rel = files.resolve(req.session)
             session, _ = files.load(rel)
             messages = session_messages(session)
@@ -65,7 +59,7 @@ class ContextService:
         for wanted in req.ids:
             found = None
             for rel in self._paths_holding(wanted.partition("#")[0], req.session):
-                session, _ = self.files.load(rel)
+                session, _ = self.service.session_files().load(rel)
                 found = packing.remind(session_messages(session), [wanted], count).get(wanted)
                 if found is not None:
                     message, text = found
@@ -82,14 +76,14 @@ class ContextService:
         if not paths:
             raise NotFound(f"no message {req.id!r} in the session index", id=req.id)
         rel = paths[0]
-        session, _ = self.files.load(rel)
+        session, _ = self.service.session_files().load(rel)
         weights = parse_weights(session.extra.get(WEIGHTS_KEY)) | {req.id: req.weight}
-        self.files.set_fields(rel, {WEIGHTS_KEY: render_weights(weights)})
+        self.service.session_files().set_fields(rel, {WEIGHTS_KEY: render_weights(weights)})
         self.service.as_writer("index_paths", IndexPathsRequest(paths=[rel]))
         return MarkResponse(id=req.id, session_id=session.session_id, path=rel, weight=req.weight)
 
     def _paths_holding(self, wanted_message: str, session: str | None) -> list[str]:
-        path = self.files.resolve(session) if session is not None else None
+        path = self.service.session_files().resolve(session) if session is not None else None
         return self.service.session_store.paths_holding(wanted_message, path)
 
 
@@ -100,7 +94,7 @@ def session_messages(session: Session) -> list[packing.PackMessage]:
 
 
 def _with_calls(text: str, calls: list[str]) -> str:
-    return text if not calls else text + "\n\nTool calls:\n" + "\n".join(f"- {call}" for call in calls)
+    return text if not calls else text + compaction.TOOL_CALLS_BLOCK + "\n".join(f"- {call}" for call in calls)
 
 
 def input_messages(inputs: list[PackInput]) -> list[packing.PackMessage]:
@@ -120,7 +114,7 @@ def read_summary(file: Path) -> str | None:
     if not file.is_file():
         return None
     text = file.read_text(encoding="utf-8", errors="replace")
-    start, end = text.find(SUMMARY_OPEN), text.rfind(SUMMARY_CLOSE)
+    start, end = text.find(compaction.OPEN), text.rfind(compaction.CLOSE)
     if start < 0 or end < start:
         return None
-    return text[start:end + len(SUMMARY_CLOSE)]
+    return text[start:end + len(compaction.CLOSE)]

@@ -121,9 +121,9 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
              for chunk in chunks_of(m, i, count, costs[i] - MESSAGE_OVERHEAD)]
     _score(older, messages, query, beta)
     recall_room = int(room * RECALL_SHARE) if any(c.utility > 0 for c in older) else 0
-    room -= _recall(plan, older, recall_room, messages, count)
-    room = _fill_recent(plan, messages, costs, room, count)
-    _recall(plan, older, room, messages, count)  # what recent messages left over
+    room -= _recall(plan, older, recall_room)
+    room = _fill_recent(plan, messages, costs, room)
+    _recall(plan, older, room)  # what recent messages left over
     items, archived = _assemble(plan, messages, costs, head, count)
     while sum(item.tokens for item in items) > available:  # the placeholders were not planned for
         if not _give_back(plan, protected):
@@ -182,7 +182,7 @@ def _score(chunks: list[Chunk], messages: list[PackMessage], query: str | None, 
         chunk.utility = (beta * rel + (1 - beta) * weight) * decay * factor
 
 
-def _recall(plan: _Plan, chunks: list[Chunk], room: int, messages: list[PackMessage], count: TokenCounter) -> int:
+def _recall(plan: _Plan, chunks: list[Chunk], room: int) -> int:
     """Add the most useful chunks (utility > 0) that fit in `room`; returns the tokens used."""
     used = 0
     for chunk in sorted(chunks, key=lambda c: (-c.utility, -c.index, c.id)):
@@ -197,7 +197,7 @@ def _recall(plan: _Plan, chunks: list[Chunk], room: int, messages: list[PackMess
     return used
 
 
-def _fill_recent(plan: _Plan, messages: list[PackMessage], costs: list[int], room: int, count: TokenCounter) -> int:
+def _fill_recent(plan: _Plan, messages: list[PackMessage], costs: list[int], room: int) -> int:
     """Whole messages newest-first back from the protected tail, while they fit; returns the room left."""
     for index in range(len(messages) - 1, -1, -1):
         if index in plan.kept:

@@ -36,7 +36,7 @@ from dory.models import (
 )
 from dory.sessions import compaction
 from dory.sessions.context import read_summary, session_messages
-from dory.sessions.files import SessionFiles, info
+from dory.sessions.files import info
 from dory.sessions.importers import detect_format, parse_source
 from dory.sessions.packing import MESSAGE_OVERHEAD, PackMessage
 from dory.sessions.transcript import Message, slug
@@ -61,30 +61,29 @@ class SessionService:
     def __init__(self, service: DoryService) -> None:
         self.service = service
 
-    @property
-    def files(self) -> SessionFiles:
-        return SessionFiles(self.service.settings.corpus, self.service.session_store)
-
     # -- ingest ------------------------------------------------------------------------------
     def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
-        response = self._save(req.content.encode("utf-8", "surrogatepass"), req)
+        response = self._save(req.content.encode("utf-8", "surrogatepass"), req.format, req.source_path, req.agent,
+                              req.device, req.dry_run)
         self._index([s.path for s in response.sessions if s.action in CHANGED], response)
         return response
 
-    def _save(self, data: bytes, req: SessionIngestRequest) -> SessionIngestResponse:
-        fmt = detect_format(data, req.source_path) if req.format == "auto" else req.format
-        result = parse_source(data, fmt, req.source_path, req.agent, req.device or this_device(),  # type: ignore[arg-type]
+    def _save(self, data: bytes, fmt: str, source_path: str | None, agent: str | None, device: str | None,
+              dry_run: bool) -> SessionIngestResponse:
+        """Parse one harness file and save its sessions (the index is told by the caller)."""
+        fmt = detect_format(data, source_path) if fmt == "auto" else fmt
+        result = parse_source(data, fmt, source_path, agent, device or this_device(),  # type: ignore[arg-type]
                               now=dt.datetime.now(dt.UTC))
         problems = [IngestProblem(line=p.line, message=p.message) for p in result.problems]
         saved = []
-        files = self.files
+        files = self.service.session_files()
         for session in result.sessions:
             try:
-                saved.append(files.save(session, req.dry_run))
+                saved.append(files.save(session, dry_run))
             except DoryError as exc:  # a transcript with broken frontmatter is never rewritten
                 problems.append(IngestProblem(line=0, message=f"session {session.session_id}: {exc.message}"))
-        return SessionIngestResponse(source=req.source_path, format=fmt, sessions=saved, problems=problems,
-                                     redactions=result.redactions, dry_run=req.dry_run)
+        return SessionIngestResponse(source=source_path, format=fmt, sessions=saved, problems=problems,
+                                     redactions=result.redactions, dry_run=dry_run)
 
     def _index(self, paths: list[str], response: SessionIngestResponse) -> None:
         if paths and not response.dry_run:
@@ -105,8 +104,7 @@ class SessionService:
                 except OSError as exc:
                     warnings.append(f"{path}: {exc.strerror or exc}")
                     continue
-                one = self._save(data, SessionIngestRequest(content="-", format=harness, source_path=str(path),  # type: ignore[arg-type]
-                                                            dry_run=req.dry_run))
+                one = self._save(data, harness, str(path), None, None, req.dry_run)
                 results.append(one)
                 changed += [s.path for s in one.sessions if s.action in CHANGED]
         response = SessionImportResponse(roots=roots, files=results, counts=_counts(results), warnings=warnings)
@@ -123,7 +121,7 @@ class SessionService:
         return SessionListResponse(sessions=sessions, total=total)
 
     def show(self, ident: str, last: int | None = None) -> SessionShowResponse:
-        files = self.files
+        files = self.service.session_files()
         rel = files.resolve(ident)
         session, _ = files.load(rel)
         turns = session.turns()
@@ -134,7 +132,7 @@ class SessionService:
                                    total_turns=len(turns), summary=summary)
 
     def export(self, ident: str, fmt: str) -> SessionExportResponse:
-        files = self.files
+        files = self.service.session_files()
         rel = files.resolve(ident)
         session, data = files.load(rel)
         if fmt == "markdown":
@@ -149,7 +147,7 @@ class SessionService:
     # -- compaction --------------------------------------------------------------------------
     def compact(self, req: CompactRequest) -> CompactResponse:
         """Flush durable facts into proposals, then write the continuation summary next to the transcript."""
-        files, settings = self.files, self.service.settings
+        files, settings = self.service.session_files(), self.service.settings
         rel = files.resolve(req.id)
         session, _ = files.load(rel)
         messages = session_messages(session)
@@ -218,7 +216,7 @@ class SessionService:
 
     # -- edits -------------------------------------------------------------------------------
     def update(self, req: SessionUpdateRequest) -> SessionInfo:
-        files = self.files
+        files = self.service.session_files()
         rel = files.update(req)
         self.service.as_writer("index_paths", IndexPathsRequest(paths=[rel]))
         session, _ = files.load(rel)

@@ -107,7 +107,7 @@ class JobsSettings(_Section):
         from dory.jobs.schedule import parse_schedule
 
         for name, spec in (self.model_extra or {}).items():
-            if name not in JOBS:
+            if name.replace("_", "-") not in JOBS:
                 raise ConfigError(f"[jobs] names an unknown job {name!r}; jobs: {', '.join(sorted(JOBS))}", job=name)
             if not isinstance(spec, str):
                 raise ValueError(f"jobs.{name} must be a cron string or \"off\"")
@@ -115,7 +115,8 @@ class JobsSettings(_Section):
         return self
 
     def schedules(self) -> dict[str, str]:
-        return dict(self.model_extra or {})
+        """Job name → schedule; `daily_digest` means `daily-digest` (environment names have no hyphens)."""
+        return {name.replace("_", "-"): spec for name, spec in (self.model_extra or {}).items()}
 
 
 class LlmSettings(_Section):
@@ -166,6 +167,19 @@ class ContextSettings(_Section):
     summary_words: int = Field(400, ge=50, le=4000)  # the continuation summary's word cap
 
 
+class DigestSettings(_Section):
+    """The nightly digests (`daily-digest`, `weekly-digest`) and dreaming."""
+
+    # A session written to this recently may still be going on: its day waits for the next run.
+    quiet_minutes: int = Field(30, ge=0, le=24 * 60)
+    # Salient sentences per session in Work Done (deterministic digests).
+    sentences_per_session: int = Field(6, ge=1, le=50)
+    # Characters of transcript per LLM call; a longer day is digested in several batches.
+    llm_batch_chars: int = Field(48_000, ge=2_000, le=1_000_000)
+    # Dreaming: a page recalled by at least this many distinct queries is proposed for review.
+    recall_min_queries: int = Field(3, ge=2, le=1000)
+
+
 class Settings(_Section):
     corpus: Path
     state_dir: Path
@@ -178,6 +192,7 @@ class Settings(_Section):
     llm: LlmSettings = Field(default_factory=LlmSettings)
     wake: WakeSettings = Field(default_factory=WakeSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    digest: DigestSettings = Field(default_factory=DigestSettings)
 
     @property
     def db_path(self) -> Path:
@@ -190,6 +205,10 @@ class Settings(_Section):
     @property
     def sessions_db_path(self) -> Path:
         return self.state_dir / "sessions.sqlite"
+
+    @property
+    def recall_log_path(self) -> Path:
+        return self.state_dir / "recall.sqlite"
 
     @property
     def lock_path(self) -> Path:
@@ -218,6 +237,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "llm": LlmSettings,
     "wake": WakeSettings,
     "context": ContextSettings,
+    "digest": DigestSettings,
 }
 
 

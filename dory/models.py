@@ -58,6 +58,8 @@ class SearchRequest(_Model):
     query: str = Field(..., min_length=1, max_length=4000)
     mode: str = "hybrid"
     corpus: SearchCorpus = Field("durable", description="durable memory, the session plane, or both")
+    record: bool = Field(True, description="log the top hits as recall events (dreaming promotes notes "
+                                           "that many different queries recall)")
     k: int = Field(10, ge=1, le=200)
     scope: Scope = Field(default_factory=Scope)
     per_file: bool = Field(True, description="at most one result per file (its best chunk)")
@@ -165,7 +167,7 @@ class JobRun(_Model):
 
     job: str
     period: str
-    status: Literal["ok", "warning", "failed", "running", "interrupted", "skipped", "dry_run"]
+    status: Literal["ok", "warning", "deferred", "failed", "running", "interrupted", "skipped", "dry_run"]
     trigger: str
     started: str | None = None
     ended: str | None = None
@@ -293,6 +295,7 @@ class JobRunRequest(_Model):
     period: str | None = Field(None, min_length=1, max_length=64)
     force: bool = False
     dry_run: bool = False
+    fix: bool = Field(False, description="maintain: also make the safe mechanical fixes (implies force)")
 
 
 class JobInfo(_Model):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -87,6 +87,7 @@ from dory.models import (
 from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
 from dory.search.recall import QueryVector, merge, recall
+from dory.search.recall_log import record_quietly
 from dory.search.semantic import LiveVectors
 from dory.sessions import vectors as session_vectors
 from dory.sessions.context import ContextService
@@ -104,6 +105,8 @@ MEMORY_ROOTS = ["people", "projects", "concepts", "decisions", "core", "sources/
 STALE_HEARTBEAT_S = 10.0
 RECENT_RUNS = 5
 
+
+T = TypeVar("T")
 
 class DoryService:
     def __init__(self, settings: Settings) -> None:
@@ -207,6 +210,8 @@ class DoryService:
             turns = recall(self.session_store, req, self.settings.search, self._query_vector(), response.warnings)
             response.hits = merge(response.hits, turns, req.k)
         response.mode, response.corpus = req.mode, req.corpus  # type: ignore[assignment]
+        if req.record:
+            record_quietly(self.settings.recall_log_path, req.query, response.hits)
         return response
 
     def _query_vector(self) -> QueryVector | None:
@@ -341,10 +346,16 @@ class DoryService:
         try:
             for name, spec in JOBS.items():
                 schedule = parse_schedule(schedule_spec(self.settings, name), name)
+                shown, enabled, nxt = schedule.spec, schedule.enabled, None
+                if schedule.enabled:
+                    nxt = schedule.next_after(now_local())
+                elif spec.after:  # a follower without its own cron runs when its leader does
+                    leader = parse_schedule(schedule_spec(self.settings, spec.after), spec.after)
+                    shown, enabled = f"after {spec.after}", leader.enabled
+                    nxt = leader.next_after(now_local()) if leader.enabled else None
                 recent = [job_run(row) for row in ledger.history(name, RECENT_RUNS)] if ledger else []
-                nxt = schedule.next_after(now_local()) if schedule.enabled else None
                 infos.append(JobInfo(
-                    name=name, description=spec.description, schedule=schedule.spec, enabled=schedule.enabled,
+                    name=name, description=spec.description, schedule=shown, enabled=enabled,
                     next_run=nxt.isoformat() if nxt else None, last_run=recent[0] if recent else None,
                     recent_runs=recent, warnings=recent[0].warnings if recent else [],
                 ))
@@ -363,7 +374,8 @@ class DoryService:
             try:
                 ledger.mark_interrupted()
                 runner = JobRunner(self.settings, ledger, _LockedIndex(self))
-                return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run)
+                return runner.run(req.job, req.period, "manual", force=req.force or req.fix, dry_run=req.dry_run,
+                                  fix=req.fix)
             finally:
                 ledger.close()
 
@@ -598,14 +610,21 @@ class _LockedIndex:
         self.service = service
 
     def reconcile(self) -> ReindexResponse:
-        warnings: list[str] = []
-        vectors = self.service.owned_vectors(warnings)
+        return self.owned(lambda service: service.apply_changes(vectors=service.owned_vectors([])))
+
+    def index_paths(self, paths: list[str]) -> ReindexResponse:
+        return self.owned(lambda service: service.index_paths(paths))
+
+    def owned(self, fn: Callable[[DoryService], T]) -> T:
         service = self.service
-        report = service.apply_changes(vectors=vectors)
+        warnings: list[str] = []
+        vectors = service.owned_vectors(warnings)
+        result = fn(service)
         if vectors is not None:
             vector_pass.finish(service.store, vectors, service.fingerprint(), service.settings.faiss_path)
-        report.warnings += warnings
-        return report
+        if isinstance(result, ReindexResponse):
+            result.warnings += warnings
+        return result
 
 
 def init_corpus(target: Path, install: bool, announce: Callable[[str], None]) -> dict[str, Any]:

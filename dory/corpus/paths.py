@@ -16,6 +16,8 @@ QUARANTINE_DIR = "inbox/quarantine"
 UNSERVED_DIRS = frozenset({QUARANTINE_DIR})
 # Agent session transcripts: served by `get`, indexed in the session plane, never in durable memory.
 SESSIONS_ROOT = "logs/sessions"
+# The compiled wiki is generated from canonical pages: readable, never indexed as evidence.
+WIKI_ROOT = "wiki"
 # Editor and sync-tool droppings (vim, JetBrains, sed -i, Syncthing, Dropbox, Office locks).
 TEMP_PATTERNS = (
     "*~",
@@ -46,8 +48,8 @@ class IgnoreRules:
 
     @classmethod
     def durable(cls, globs: Iterable[str] = ()) -> IgnoreRules:
-        """The rules of the durable index: everything but the session plane."""
-        return cls(globs, excluded_dirs=(SESSIONS_ROOT,))
+        """The rules of the durable index: everything but the session plane and the generated wiki."""
+        return cls(globs, excluded_dirs=(SESSIONS_ROOT, WIKI_ROOT))
 
     def skips_dir(self, name: str, rel: str) -> bool:
         return (name in IGNORED_DIRS or name.startswith(".") or rel in UNSERVED_DIRS or rel in self.excluded_dirs

@@ -159,6 +159,15 @@ class JobLedger:
         rows = self.conn.execute("SELECT * FROM runs WHERE job = ? ORDER BY started DESC LIMIT ?", (job, limit))
         return [_as_dict(row) for row in rows]
 
+    @_locked
+    def deferred(self, job: str, wait: dt.timedelta) -> list[str]:
+        """Periods of `job` left deferred at least `wait` ago, oldest first."""
+        rows = self.conn.execute("SELECT period, ended FROM runs WHERE job = ? AND status = 'deferred' ORDER BY period",
+                                 (job,)).fetchall()
+        now = dt.datetime.now(dt.UTC)
+        return [row["period"] for row in rows
+                if row["ended"] and now - dt.datetime.fromisoformat(row["ended"]) >= wait]
+
     # -- schedule checks ---------------------------------------------------------------------
     @_locked
     def checked_through(self, job: str) -> dt.datetime | None:

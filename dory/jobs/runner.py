@@ -18,13 +18,16 @@ from typing import Any
 
 from dory.config import Settings
 from dory.errors import UsageError
+from dory.jobs.job import IndexAccess, JobContext, JobResult
 from dory.jobs.ledger import JobLedger
-from dory.jobs.registry import JOBS, IndexAccess, JobContext, JobResult, JobSpec, get_job, schedule_spec
+from dory.jobs.registry import JOBS, JobSpec, followers, get_job, schedule_spec
 from dory.jobs.schedule import Schedule, local_zone, parse_schedule
 from dory.models import JobRun
 
 log = logging.getLogger("dory.jobs")
 MIN_LOOK_BACK = dt.timedelta(hours=1)
+# A deferred period (a session was still being written) is looked at again after this long.
+DEFER_RETRY = dt.timedelta(minutes=5)
 PERIOD_KEY = re.compile(r"^[0-9A-Za-z:\-]{1,40}$")
 
 
@@ -55,35 +58,41 @@ class JobRunner:
 
     # -- by hand -----------------------------------------------------------------------------
     def run(self, name: str, period: str | None = None, trigger: str = "manual", force: bool = False,
-            dry_run: bool = False) -> JobRun:
+            dry_run: bool = False, fix: bool = False) -> JobRun:
         spec = get_job(name)
         period = period or self.current_period(name)
-        validate_period(name, period)
+        validate_period(spec, period)
         if dry_run:
-            result, error = self._call(spec, period, dry_run=True)
+            result, error = self._call(spec, period, dry_run=True, fix=fix)
             return JobRun(job=name, period=period, status="failed" if error else "dry_run", trigger=trigger,
-                          outputs=result.outputs, warnings=result.warnings, error=error)
+                          outputs=result.outputs, warnings=result.warnings, error=error, reason=result.defer)
         with self._locks[name]:
             refusal = self.ledger.claim(name, period, trigger, force)
             if refusal is not None:
                 return JobRun(job=name, period=period, status="skipped", trigger=trigger, reason=refusal)
             log.info("job %s: running period %s (%s)", name, period, trigger)
-            result, error = self._call(spec, period, dry_run=False)
-            status = "failed" if error else ("warning" if result.warnings else "ok")
-            self.ledger.finish(name, period, status, result.outputs, result.warnings, error)
+            result, error = self._call(spec, period, dry_run=False, fix=fix)
+            if result.defer:
+                result.warnings.append(f"deferred: {result.defer}")
+            self.ledger.finish(name, period, _status(result, error), result.outputs, result.warnings, error)
         if error:
             log.error("job %s (%s) failed: %s", name, period, error.splitlines()[0])
-        return job_run(self.ledger.run(name, period) or {})
+        run = job_run(self.ledger.run(name, period) or {})
+        if run.status in ("ok", "warning"):
+            for follower in followers(name):
+                self.run(follower.name, follower.period_of(self.clock(), False), f"after {name}", force=force)
+        return run
 
-    def _call(self, spec: JobSpec, period: str, dry_run: bool) -> tuple[JobResult, str | None]:
-        ctx = JobContext(self.settings, period, dry_run, self.index)
+    def _call(self, spec: JobSpec, period: str, dry_run: bool, fix: bool) -> tuple[JobResult, str | None]:
+        ctx = JobContext(self.settings, period, dry_run, self.index, fix)
         try:
             result = spec.run(ctx)
         except Exception as exc:  # a job's failure is recorded in the ledger, never kills the daemon
             detail = "".join(traceback.format_exception_only(exc)).strip()
             log.debug("job %s traceback:\n%s", spec.name, traceback.format_exc())
             return JobResult(), detail
-        if spec.warn_if_empty and not any(result.outputs.values()):
+        produced = any(result.outputs.get(key) for key in ("written", "unchanged", "kept_edited"))
+        if spec.warn_if_empty and not produced and not result.defer:
             result.warnings.append(f"{spec.name} produced nothing for {period}")
         return result, None
 
@@ -98,19 +107,28 @@ class JobRunner:
         # The scheduler wakes a little after each fire time, so even "no catch-up" looks back a bit.
         oldest = now - max(dt.timedelta(days=self.settings.daemon.catch_up_days), MIN_LOOK_BACK)
         since = self.ledger.checked_through(name)
-        if since is None:
-            # First look at this job: nothing is "missed" before Dory knew about it.
+        if since is None and not (spec.catch_up == "all" and spec.daily_periods):
+            # First look at this job: nothing is "missed" before Dory knew about it (except the
+            # digests: a new install digests the recent days its sessions cover).
             self.ledger.set_checked_through(name, now)
             return []
-        fires = schedule.fire_times(max(since, oldest), now)
+        # A digest's first look covers the catch-up window: a new install digests its recent days.
+        start = oldest if since is None else max(since, oldest)
+        fires = (schedule.first_fire_each_day(start, now) if spec.daily_periods
+                 else schedule.fire_times(start, now))
         if spec.catch_up == "latest":
             fires = fires[-1:]
-        runs = [self.run(name, spec.period_of(fire, schedule.has_seconds), trigger) for fire in fires]
+        periods = list(dict.fromkeys(spec.period_of(fire, schedule.has_seconds) for fire in fires))
+        runs = [self.run(name, period, trigger) for period in periods]
         self.ledger.set_checked_through(name, now)
         return runs
 
+    def run_deferred(self, name: str, trigger: str = "retry") -> list[JobRun]:
+        """Run again the periods a job deferred (input not ready) once their wait is over."""
+        return [self.run(name, period, trigger) for period in self.ledger.deferred(name, DEFER_RETRY)]
+
     def run_all_due(self, trigger: str) -> list[JobRun]:
-        return [run for name in JOBS for run in self.run_due(name, trigger)]
+        return [run for name in JOBS for run in self.run_due(name, trigger) + self.run_deferred(name)]
 
 
 def job_run(row: dict[str, Any]) -> JobRun:
@@ -118,7 +136,17 @@ def job_run(row: dict[str, Any]) -> JobRun:
     return JobRun(**{key: row[key] for key in JobRun.model_fields if key in row})
 
 
-def validate_period(name: str, period: str) -> None:
+def validate_period(spec: JobSpec, period: str) -> None:
     if not PERIOD_KEY.match(period):
-        raise UsageError(f"period {period!r} for job {name} is not a date, week or time key "
-                         "(letters, digits, '-', ':' and 'T' only)", job=name, period=period)
+        raise UsageError(f"period {period!r} for job {spec.name} is not a date, week or time key "
+                         "(letters, digits, '-', ':' and 'T' only)", job=spec.name, period=period)
+    if spec.check_period is not None:
+        spec.check_period(period)
+
+
+def _status(result: JobResult, error: str | None) -> str:
+    if error:
+        return "failed"
+    if result.defer:
+        return "deferred"
+    return "warning" if result.warnings else "ok"

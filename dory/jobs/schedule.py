@@ -66,6 +66,19 @@ class Schedule:
             moment = self.next_after(moment)
         return times
 
+    def first_fire_each_day(self, after: dt.datetime, until: dt.datetime) -> list[dt.datetime]:
+        """The first fire time t of each local day with after < t <= until, oldest first: the fire
+        times that matter for jobs whose period is a day or longer."""
+        zone = after.tzinfo or local_zone()
+        times: list[dt.datetime] = []
+        moment = after
+        while (fire := self.next_after(moment)) is not None and fire.astimezone(dt.UTC) <= until.astimezone(dt.UTC):
+            times.append(fire)
+            next_day = fire.astimezone(zone).date() + dt.timedelta(days=1)
+            midnight = dt.datetime.combine(next_day, dt.time(), zone)
+            moment = max(fire, midnight - dt.timedelta(microseconds=1))
+        return times
+
     def latest_at_or_before(self, moment: dt.datetime, max_days: float) -> dt.datetime | None:
         """The newest fire time <= moment, looking back at most max_days (cheap for fast schedules)."""
         for span in (dt.timedelta(minutes=2), dt.timedelta(hours=2), dt.timedelta(days=2),

@@ -105,6 +105,19 @@ class IndexWriter:
         """A full compare of disk with the index, on the writer thread (IndexAccess for jobs)."""
         return self.call(self.reconcile_now)
 
+    def index_paths(self, paths: list[str]) -> ReindexResponse:
+        """Index notes a job just wrote, on the writer thread (IndexAccess for jobs)."""
+        return self.owned(lambda service: service.index_paths(paths))
+
+    def owned(self, fn: Callable[[DoryService], T]) -> T:
+        """Run a job's write (a proposal, a generated page) on the writer thread (IndexAccess for jobs)."""
+        def task() -> T:
+            result = fn(self.service)
+            self.changed_outside()
+            return result
+
+        return self.call(task)
+
     def request_reconcile(self, reason: str) -> None:
         log.info("reconcile requested: %s", reason)
         with contextlib.suppress(DaemonNotRunning):

@@ -207,7 +207,7 @@ def _find_marker(lines: list[str], mask: list[bool]) -> int | None:
     return next((i for i, line in enumerate(lines) if not mask[i] and line.strip() == TIMELINE_MARKER), None)
 
 
-def _entry_date(line: str) -> str | None:
+def entry_date(line: str) -> str | None:
     """The date of a `- YYYY-MM-DD: ...` timeline entry (a real calendar date), else None."""
     match = _ENTRY.match(line)
     if match is None:
@@ -385,7 +385,7 @@ def _event_entry(event: ClaimEvent) -> str:
         reason = _flat(event.reason or "")
         text = f"Retired: {text}" + (f" — {reason}" if reason else "")
     day = event.at[:10]
-    return timeline_entry(day if _entry_date(f"- {day}:") else "undated", text, event.path)
+    return timeline_entry(day if entry_date(f"- {day}:") else "undated", text, event.path)
 
 
 def _merge_timeline(existing: list[str], events: list[ClaimEvent]) -> list[str]:
@@ -399,7 +399,7 @@ def _merge_timeline(existing: list[str], events: list[ClaimEvent]) -> list[str]:
             if line.rstrip() in seen:
                 continue
             seen.add(line.rstrip())
-        day = _entry_date(line)
+        day = entry_date(line)
         if day is None and blocks:
             blocks[-1][1].append(line)
         else:
@@ -498,8 +498,8 @@ def append_text(body: str, text: str) -> str:
             lines.pop()
         return newline.join([*lines, "", *added] if lines else added) + newline
     mask = _fence_mask(added)
-    dated = [line for line, fenced in zip(added, mask, strict=True) if not fenced and _entry_date(line)]
-    rest = _trim([line for line, fenced in zip(added, mask, strict=True) if fenced or not _entry_date(line)])
+    dated = [line for line, fenced in zip(added, mask, strict=True) if not fenced and entry_date(line)]
+    rest = _trim([line for line, fenced in zip(added, mask, strict=True) if fenced or not entry_date(line)])
     if dated:
         lines = _append_timeline(lines, marker, dated)
     if rest:
@@ -514,5 +514,5 @@ def latest_timeline_date(body: str) -> str | None:
     marker = _find_marker(lines, mask)
     if marker is None:
         return None
-    dates = [d for i in range(marker + 1, len(lines)) if not mask[i] and (d := _entry_date(lines[i]))]
+    dates = [d for i in range(marker + 1, len(lines)) if not mask[i] and (d := entry_date(lines[i]))]
     return max(dates, default=None)

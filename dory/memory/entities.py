@@ -26,7 +26,7 @@ _LAYOUT = (
 )
 FAMILY_FOLDERS = {"person": "people", "project": "projects", "concept": "concepts", "decision": "decisions",
                   "core": "core"}
-_RETIRED = ("superseded", "retired", "tombstoned")
+RETIRED = ("superseded", "retired", "tombstoned")
 
 
 def normalise_name(text: str) -> str:
@@ -104,7 +104,7 @@ class Registry:
         entities: list[Entity] = []
         for row in rows:
             place = layout_family(row["path"])
-            if place is None or (row["status"] or "").lower() in _RETIRED or row["path"].endswith(".tombstone.md"):
+            if place is None or (row["status"] or "").lower() in RETIRED or row["path"].endswith(".tombstone.md"):
                 continue
             if "superseded_by" in json.loads(row["frontmatter"] or "{}"):
                 continue

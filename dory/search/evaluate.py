@@ -95,7 +95,7 @@ def _ranks(item: dict[str, Any], mode: str, depth: int, scope_field: str | None,
     scope = Scope()
     if scope_field and item.get(scope_field):
         scope = Scope(path=str(item[scope_field]))
-    response = search(SearchRequest(query=item["query"], mode=mode, k=depth, scope=scope))
+    response = search(SearchRequest(query=item["query"], mode=mode, k=depth, scope=scope, record=False))
     order = [hit.path for hit in response.hits]
     # Metrics are per file: two turn anchors in one file are one relevant file, not two.
     files = dict.fromkeys(expected.split("#", 1)[0] for expected in item["expected"])

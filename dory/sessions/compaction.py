@@ -155,13 +155,22 @@ def durable_facts(turns: list[PackMessage]) -> list[Fact]:
         if message.role not in ("user", "assistant"):
             continue
         for sentence in extract.sentences([(message.role, message.text)]):
-            kind = _fact_kind(sentence.text, message.role)
-            if kind is None or sentence.text.lower() in seen:
+            found = fact_of(sentence.text, message.role)
+            if found is None or sentence.text.lower() in seen:
                 continue
             seen.add(sentence.text.lower())
-            subject = "user" if kind != "decision" else " ".join(sentence.text.split()[:8]).rstrip(".,;:")
-            facts.append(Fact(kind, subject, sentence.text[:ITEM_CHARS], message.id))
+            facts.append(Fact(found[0], found[1], sentence.text[:ITEM_CHARS], message.id))
     return facts[-MAX_FACTS:]
+
+
+def fact_of(text: str, role: str) -> tuple[str, str] | None:
+    """(kind, subject) when a sentence said by `role` is worth keeping beyond its session: a
+    preference or a 'remember that' (about the user), or a decision (its own page, named by its
+    first words)."""
+    kind = _fact_kind(text, role)
+    if kind is None:
+        return None
+    return kind, "user" if kind != "decision" else " ".join(text.split()[:8]).rstrip(".,;:")
 
 
 def _fact_kind(text: str, role: str) -> str | None:

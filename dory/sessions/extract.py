@@ -3,7 +3,9 @@
 Used by compaction (and by digests): exact values (paths, URLs, ids, error lines, commands) are copied
 verbatim, never paraphrased; decisions and open tasks are found by cue phrases; the sentences that
 best represent a stretch of conversation are picked by centrality (similarity of a sentence's word
-profile to the whole's, TF-IDF weighted), with near-duplicates dropped.
+profile to the whole's, TF-IDF weighted), with near-duplicates dropped. Digests also want what
+*happened*: `salient` favours informative sentences that report an event in the first person
+("I fixed…", "we went…", "I'm going to…"), which is where news sits in a conversation.
 """
 
 from __future__ import annotations
@@ -46,9 +48,24 @@ PENDING = re.compile(
     r"\bwill (?:try|look|check|fix|add|write|send)\b)", re.IGNORECASE)
 
 
+# Someone reporting what they did: a first-person subject, then a past-tense verb (regular -ed or a
+# common irregular one), perhaps after "have" or "just".
+_IRREGULAR = """went got made took saw began bought found had met ran won gave wrote read built did left came felt told
+tried became lost sold spent taught caught drew sang flew drove grew fell kept paid brought thought heard held chose
+been gone done seen taken begun shipped set put cut hit sent broke"""
+DONE = re.compile(
+    r"\b(?:i|we)(?:'ve| have| had)?(?: (?:just|recently|finally|also|actually|already|since))* "
+    rf"(?:\w+ed|{'|'.join(_IRREGULAR.split())})\b", re.IGNORECASE)
+WHEN = re.compile(r"\b(?:yesterday|today|tonight|tomorrow|recently|just|finally|ago|last (?:week|weekend|night|month|"
+                  r"year|\w+day)|this (?:morning|afternoon|evening|week|weekend|month)|next (?:week|month|year))\b",
+                  re.IGNORECASE)
+PLAN = re.compile(r"\b(?:i|we)(?:'m| am|'re| are) (?:going to|gonna|planning|about to|thinking (?:of|about))\b|"
+                  r"\b(?:i|we)(?:'ll| will| plan to)\b", re.IGNORECASE)
+
+
 # A turn written as `**Name** (anchor): text` or `Name: text` (transcripts of people talking).
 _SPEAKER = re.compile(r"^\s*(?:\*\*(?P<bold>[^*\n]{1,40})\*\*|(?P<plain>[A-Z][\w .'-]{0,30}))"
-                      r"\s*(?:\([^)\n]{1,20}\))?\s*:\s*")
+                      r"\s*(?:\([^)\n]{1,20}\))?\s*:(?!//)\s*")
 
 
 @dataclass(frozen=True)
@@ -115,12 +132,39 @@ def central(items: list[Sentence], limit: int, exclude: set[str] | None = None,
         # Long sentences carry more: dampened length bonus, so a one-word reply never wins.
         score = sum(v * centroid[w] for w, v in vec.items()) / (norm * norm_c) * math.log(2 + len(bag))
         scored.append((score, i))
+    return _pick(items, bags, scored, limit, max_words)
+
+
+def salient(items: list[Sentence], limit: int, max_words: int | None = None,
+            exclude: set[str] | None = None) -> list[Sentence]:
+    """The sentences that carry the news: informative ones (summed IDF of their words), favoured when
+    they report a first-person event, name a time, or announce a plan; questions count for little.
+    At most `limit` sentences and `max_words` words together, near-duplicates dropped, in order."""
+    exclude = exclude or set()
+    bags = [Counter(words(s.text)) for s in items]
+    df: Counter[str] = Counter()
+    for bag in bags:
+        df.update(bag.keys())
+    scored = []
+    for i, (item, bag) in enumerate(zip(items, bags, strict=True)):
+        if not bag or item.text in exclude:
+            continue
+        score = sum(math.log(1 + len(items) / df[w]) for w in bag)
+        score *= (2.0 if DONE.search(item.text) else 1.0) * (1.5 if WHEN.search(item.text) else 1.0)
+        score *= (1.3 if PLAN.search(item.text) else 1.0) * (0.3 if item.text.endswith("?") else 1.0)
+        scored.append((score, i))
+    return _pick(items, bags, scored, limit, max_words)
+
+
+def _pick(items: list[Sentence], bags: list[Counter[str]], scored: list[tuple[float, int]], limit: int,
+          max_words: int | None) -> list[Sentence]:
+    """The best-scored sentences that fit, skipping near-duplicates of ones already taken, in text order."""
     chosen: list[int] = []
     budget = max_words if max_words is not None else math.inf
     for _, i in sorted(scored, key=lambda item: (-item[0], item[1])):
         if len(chosen) >= limit:
             break
-        size = len(items[i].text.split())
+        size = len(items[i].attributed().split())
         if size <= budget and all(_overlap(bags[i], bags[j]) < 0.6 for j in chosen):
             chosen.append(i)
             budget -= size

@@ -176,6 +176,16 @@ class SessionStore:
             f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (*params, limit)).fetchall()
         return rows, total
 
+    def overlapping(self, first_day: str, last_day: str) -> list[sqlite3.Row]:
+        """Sessions (not deleted) active at some point between two UTC days (YYYY-MM-DD, inclusive):
+        started on or before the last and last updated on or after the first. (path, session_id,
+        agent, status, started, updated), by path."""
+        return self.conn.execute(
+            "SELECT path, session_id, agent, status, started, updated FROM sessions WHERE status != 'deleted' "
+            "AND substr(coalesce(started, updated, ''), 1, 10) <= ? "
+            "AND substr(coalesce(updated, started, ''), 1, 10) >= ? "
+            "ORDER BY path", (last_day, first_day)).fetchall()
+
     def find(self, ident: str, prefix: bool) -> list[tuple[str, str]]:
         """(path, session_id) of the sessions with this id, or (prefix) whose id starts with it."""
         if not prefix:

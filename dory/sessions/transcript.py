@@ -425,8 +425,8 @@ def _text(value: object) -> str:
 
 
 def message_at_line(session: Session, line: int) -> Message | None:
-    """The parsed message whose section holds 1-based `line` (a search hit's line), if any."""
-    for message in session.messages:
+    """The parsed turn whose lines hold 1-based `line` (a search hit's or a citation's line), if any."""
+    for message in session.turns():
         if message.start_line is not None and message.end_line is not None \
                 and message.start_line <= line <= message.end_line:
             return message

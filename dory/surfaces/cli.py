@@ -187,11 +187,16 @@ def ops_jobs(ctx: click.Context) -> Result:
 @click.option("--period", help="the period to run (default: the latest scheduled one)")
 @click.option("--force", is_flag=True, help="run again even if this period is done")
 @click.option("--dry-run", is_flag=True, help="report what the job would do; record nothing")
+@click.option("--fix", is_flag=True, help="maintain: also make the safe mechanical fixes (implies --force)")
 @click.pass_context
 @command
-def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_run: bool) -> Result:
-    """Run one job once, through the job ledger (by the daemon when it runs)."""
-    req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run)
+def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_run: bool, fix: bool) -> Result:
+    """Run one job once, through the job ledger (by the daemon when it runs).
+
+    Jobs: reconcile, daily-digest (period YYYY-MM-DD), weekly-digest (YYYY-Www), dream, maintain,
+    wiki-refresh (YYYY-MM-DD).
+    """
+    req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
     with service(ctx) as svc:
         res = svc.run_job(req)
     if res.status == "failed":

@@ -37,7 +37,7 @@ def test_scheduled_runs_once_per_period_and_catch_up_after_downtime(tmp_path: Pa
     wait_until(lambda: any(r["trigger"] == "catch-up" for r in ledger_runs(daemon)), 15, "a catch-up run")
     code, jobs, err = daemon.cli("ops", "jobs")
     assert code == 0, err
-    (reconcile,) = jobs["jobs"]
+    (reconcile,) = [job for job in jobs["jobs"] if job["name"] == "reconcile"]
     assert jobs["daemon_running"] is True and reconcile["schedule"] == "*/2 * * * * *"
     catch_up = [r for r in reconcile["recent_runs"] if r["trigger"] == "catch-up"]
     assert len(catch_up) == 1 and catch_up[0]["status"] == "ok"

@@ -46,7 +46,8 @@ def test_unknown_job_lists_the_jobs(tmp_path: Path) -> None:
 
 
 def test_unknown_job_from_the_environment(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown job 'nope'; jobs: reconcile"):
+    jobs = "daily-digest, dream, maintain, reconcile, weekly-digest, wiki-refresh"
+    with pytest.raises(ConfigError, match=f"unknown job 'nope'; jobs: {jobs}"):
         load_settings(corpus(tmp_path), env={"DORY_JOBS_NOPE": "off"})
 
 

@@ -84,17 +84,18 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
 @click.option("--session", "session_id", help="sessions: only this session")
 @click.option("--all-chunks", is_flag=True, help="allow several results from one file")
 @click.option("--debug", is_flag=True, help="show per-stage scores")
+@click.option("--no-record", is_flag=True, help="do not log the hits as recall events (dreaming reads them)")
 @click.pass_context
 @command
 def search(ctx: click.Context, query: str, mode: str, corpus: str, k: int, path_glob: str | None,
            types: tuple[str, ...], statuses: tuple[str, ...], tags: tuple[str, ...], since: str | None,
            until: str | None, agent: str | None, device: str | None, session_id: str | None, all_chunks: bool,
-           debug: bool) -> Result:
+           debug: bool, no_record: bool) -> Result:
     """Search the corpus: durable memory by default, session transcripts with --corpus or -m recall."""
     scope = Scope(path=path_glob, type=list(types), status=list(statuses), tags=list(tags), since=since, until=until,
                   agent=agent, device=device, session_id=session_id)
     req = SearchRequest(query=query, mode=mode, corpus=corpus, k=k, scope=scope,  # type: ignore[arg-type]
-                        per_file=not all_chunks, debug=debug)
+                        per_file=not all_chunks, debug=debug, record=not no_record)
     with service(ctx) as svc:
         res = svc.search(req)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)

@@ -53,23 +53,27 @@ def read_dailies(ctx: JobContext, days: list[dt.date]) -> tuple[list[tuple[dt.da
         except ReadProblem as exc:
             problems.append(f"{rel}: {exc}")
             continue
-        sessions = doc.frontmatter.get("sessions")
-        found.append((day, len(sessions) if isinstance(sessions, list) else 0))
+        if doc.frontmatter_error:
+            problems.append(f"{rel}: its frontmatter is broken ({doc.frontmatter_error}); read its bullets as they are")
         current = ""
         for number, line in enumerate(doc.lines, start=1):
             if line.startswith("## "):
                 current = line[3:].strip()
             elif number > doc.body_start and (item := cited(line)) is not None:
                 bullets.append(DailyBullet(day, current, item[0], number))
+        found.append((day, sum(1 for b in bullets if b.day == day and b.section == "Sessions")))
     return found, bullets, problems
 
 
 def themes(bullets: list[DailyBullet]) -> list[Bullet]:
-    """Content words said on at least two days, most days first; each cites its first bullet."""
+    """Content words said on at least two days, most days first; each cites its first bullet. Session
+    lines and values are left out: their template words (turns, agent names) recur every day."""
     days_of: defaultdict[str, set[dt.date]] = defaultdict(set)
     counts: Counter[str] = Counter()
     first: dict[str, DailyBullet] = {}
     for item in bullets:
+        if item.section in ("Sessions", "Important Values"):
+            continue
         for word in item.words:
             if len(word) > 3 and not word.isdigit():
                 days_of[word].add(item.day)
@@ -105,7 +109,7 @@ def projects(bullets: list[DailyBullet]) -> list[Bullet]:
 
 def render(period: str, found: list[tuple[dt.date, int]], bullets: list[DailyBullet]) -> bytes:
     days = [Bullet(f"{day.isoformat()} ({day.strftime('%A')}): {count} sessions",
-                   Source(path_for(day), day.isoformat(), 1)) for day, count in found]
+                   Source(path_for(day), day.isoformat())) for day, count in found]
     decisions: list[Bullet] = []
     for item in bullets:
         if item.section == "Decisions" and item.text.lower() not in {d.text.lower() for d in decisions}:
@@ -125,15 +129,15 @@ def run(ctx: JobContext) -> JobResult:
     found, bullets, problems = read_dailies(ctx, days)
     outputs: dict[str, Any] = {"dailies": len(found), "bullets": len(bullets), "skipped": len(problems)}
     warnings = [f"skipped {p}" for p in problems]
+    # A run by hand mid-week: the scheduled run after Sunday must still happen.
+    unfinished = "the week is not over yet" if days[-1] >= dt.date.today() else None
     if not found:
-        return JobResult(outputs={**outputs, "written": 0}, warnings=warnings)
+        return JobResult(outputs={**outputs, "written": 0}, warnings=warnings, defer=unfinished)
     files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
     rel = f"{FOLDER}/{ctx.period}.md"
     files.write(rel, render(ctx.period, found, bullets))
     if files.written and not ctx.dry_run:
         ctx.index.index_paths([rel])
     outputs.update(files.counts(), path=rel)
-    unfinished = days[-1] >= dt.date.today()  # a run by hand mid-week: the scheduled one must still happen
-    return JobResult(outputs=outputs, warnings=warnings + files.warnings,
-                     defer="the week is not over yet" if unfinished else None)
+    return JobResult(outputs=outputs, warnings=warnings + files.warnings, defer=unfinished)
 

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 AGENT = "dory dream"
 GROUNDED = 0.5  # share of a statement's words its cited source must contain
 CANONICAL = re.compile(r"^(?:people/[^/]+|concepts/[^/]+|decisions/[^/]+|projects/[^/]+/state|core/[^/]+)\.md$")
+# Generated and raw areas: a digest or a report recalled often is not knowledge of its own.
+NOT_PROMOTED = ("digests/", "inbox/", "wiki/", "sources/")
 # Sessions lines summarise and Important Values list values: neither states a fact on its own.
 STATEMENT_SECTIONS = frozenset(DAILY_SECTIONS) - {"Sessions", "Important Values"}
 _SPEAKER = re.compile(r"^[A-Z][\w .'-]{0,30}: ")
@@ -127,11 +129,11 @@ class Dream:
     def from_recall(self) -> list[Candidate]:
         out = []
         for item in self.log.frequent(self.ctx.settings.digest.recall_min_queries):
-            if CANONICAL.match(item.path):
-                continue  # already durable memory
             if item.path.startswith(QUARANTINE_DIR + "/"):
                 self.stopped["quarantined"] += 1
                 continue
+            if CANONICAL.match(item.path) or item.path.startswith(NOT_PROMOTED):
+                continue  # already durable memory, or generated
             candidate = self._from_recalled(item)
             if candidate is not None:
                 out.append(candidate)

@@ -8,6 +8,7 @@ the job's own trigger, or the heartbeat), exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import re
@@ -43,6 +44,9 @@ class JobRunner:
         self.index = index
         self.clock = clock
         self._locks = {name: threading.Lock() for name in JOBS}
+        # The nightly jobs look for due periods one at a time, in registry order at start-up, so a
+        # dream run never reads the digests while a catch-up is still writing them.
+        self._nightly = threading.RLock()
 
     def schedule(self, name: str) -> Schedule:
         return parse_schedule(schedule_spec(self.settings, name), name)
@@ -103,6 +107,11 @@ class JobRunner:
         if not schedule.enabled:
             return []
         spec = get_job(name)
+        with self._nightly if spec.daily_periods else contextlib.nullcontext():
+            return self._run_due(spec, schedule, trigger)
+
+    def _run_due(self, spec: JobSpec, schedule: Schedule, trigger: str) -> list[JobRun]:
+        name = spec.name
         now = self.clock()
         # The scheduler wakes a little after each fire time, so even "no catch-up" looks back a bit.
         oldest = now - max(dt.timedelta(days=self.settings.daemon.catch_up_days), MIN_LOOK_BACK)

@@ -19,6 +19,7 @@ from dory.index.store import now_iso
 from dory.models import SearchHit
 
 TOP_HITS = 3
+BUSY_MS = 250
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS recall_events (
     id INTEGER PRIMARY KEY,
@@ -53,6 +54,7 @@ class RecallLog:
     def __init__(self, path: Path) -> None:
         self.conn = db.connect(path)
         self.conn.executescript(SCHEMA)
+        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")  # a search never waits long for the log
 
     def close(self) -> None:
         self.conn.close()

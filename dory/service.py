@@ -87,7 +87,7 @@ from dory.models import (
 from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
 from dory.search.recall import QueryVector, merge, recall
-from dory.search.recall_log import record_quietly
+from dory.search.recall_log import RecallLog, record_quietly
 from dory.search.semantic import LiveVectors
 from dory.sessions import vectors as session_vectors
 from dory.sessions.context import ContextService
@@ -187,7 +187,14 @@ class DoryService:
             return None
         return st.st_mtime_ns, st.st_ino
 
+    @cached_property
+    def recall_log(self) -> RecallLog:
+        """Where searches log their hits for dreaming (opened on the first search with hits)."""
+        return RecallLog(self.settings.recall_log_path)
+
     def close(self) -> None:
+        if "recall_log" in self.__dict__:
+            self.recall_log.close()
         if "store" in self.__dict__:
             self.store.close()
         if "session_store" in self.__dict__:
@@ -211,7 +218,7 @@ class DoryService:
             response.hits = merge(response.hits, turns, req.k)
         response.mode, response.corpus = req.mode, req.corpus  # type: ignore[assignment]
         if req.record:
-            record_quietly(self.settings.recall_log_path, req.query, response.hits)
+            record_quietly(self.recall_log, req.query, response.hits)
         return response
 
     def _query_vector(self) -> QueryVector | None:
@@ -374,7 +381,7 @@ class DoryService:
             try:
                 ledger.mark_interrupted()
                 runner = JobRunner(self.settings, ledger, _LockedIndex(self))
-                return runner.run(req.job, req.period, "manual", force=req.force or req.fix, dry_run=req.dry_run,
+                return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run,
                                   fix=req.fix)
             finally:
                 ledger.close()

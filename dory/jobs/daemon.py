@@ -205,7 +205,7 @@ class Daemon:
     def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
         req = JobRunRequest.model_validate(args)
         assert self._runner is not None
-        run = self._runner.run(req.job, req.period, "manual", force=req.force or req.fix, dry_run=req.dry_run,
+        run = self._runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run,
                                fix=req.fix)
         return run.model_dump()
 

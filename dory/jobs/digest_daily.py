@@ -16,6 +16,7 @@ warning. Important Values always come from extraction: values are copied, never 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,9 @@ from dory.sessions.transcript import Message, Session, parse_session, time_key
 FOLDER = "digests/daily"
 SECTIONS = ("Sessions", "Decisions", "Work Done", "Open Loops and TODOs", "Important Values", "Follow-ups")
 PER_SESSION = 5  # decisions, open loops, follow-ups and values kept per session and section
-FOLLOW_UP = extract.re.compile(
+FOLLOW_UP = re.compile(
     r"\b(?:follow[- ]up|tomorrow|next (?:time|week|session)|check back|remind me|get back to|revisit)\b",
-    extract.re.IGNORECASE)
+    re.IGNORECASE)
 
 
 @dataclass
@@ -46,6 +47,11 @@ class DaySession:
     path: str
     session: Session
     turns: list[Message]  # the day's turns only
+
+    def label(self) -> str:
+        """The session's line in Sessions, before its gist: title (agent · time span · turns)."""
+        return (f"**{one_line(self.session.title, 120)}** ({self.session.agent} · {_span(self.turns)} · "
+                f"{len(self.turns)} turns)")
 
     def source(self, turn: int) -> Source:
         message = self.turns[turn]
@@ -133,7 +139,7 @@ def extractive(day: Day, per_session: int) -> Digest:
 def _extract_session(ds: DaySession, digest: Digest, per_session: int) -> None:
     said = [s for s in _sentences(ds) if s.role != "tool"]
     gist = extract.salient(said, 1, max_words=40)
-    summary = f"**{one_line(ds.session.title, 120)}** ({ds.session.agent} · {_span(ds.turns)} · {len(ds.turns)} turns)"
+    summary = ds.label()
     if gist:
         summary += f": {one_line(gist[0].attributed(), 300)}"
     digest.sessions.append(Bullet(summary, ds.source(gist[0].turn if gist else 0)))
@@ -266,10 +272,8 @@ def from_llm(day: Day, answers: list[tuple[dict[str, Any], set[str], set[str]]])
                     ds, index = where[source]
                     bucket.append(Bullet(text, ds.source(index)))
     for session_id, ds in by_session.items():
-        text = f"**{one_line(ds.session.title, 120)}** ({ds.session.agent} · {_span(ds.turns)} · {len(ds.turns)} turns)"
-        if session_id in lines:
-            text += f": {lines[session_id]}"
-        digest.sessions.append(Bullet(text, ds.source(0)))
+        line = f"{ds.label()}: {lines[session_id]}" if session_id in lines else ds.label()
+        digest.sessions.append(Bullet(line, ds.source(0)))
     return digest, dropped
 
 

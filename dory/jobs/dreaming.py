@@ -27,7 +27,7 @@ from dory.corpus.atomic import sha256_of
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import QUARANTINE_DIR
 from dory.errors import DoryError
-from dory.jobs.digest import cited, sections_of
+from dory.jobs.digest import Source, cited, sections_of
 from dory.jobs.digest_daily import FOLDER as DAILY_FOLDER
 from dory.jobs.digest_daily import SECTIONS as DAILY_SECTIONS
 from dory.jobs.job import JobContext, JobResult
@@ -88,7 +88,7 @@ class Dream:
                     out += [c for line in lines if (item := cited(line)) and (c := self._from_bullet(rel, *item))]
         return out, read
 
-    def _from_bullet(self, digest: str, text: str, source: Any) -> Candidate | None:
+    def _from_bullet(self, digest: str, text: str, source: Source) -> Candidate | None:
         statement = _SPEAKER.sub("", text.replace("**", "").replace("`", ""))
         if source.line is None or not source.path.startswith("logs/sessions/"):
             return None

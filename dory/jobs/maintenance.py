@@ -39,6 +39,7 @@ from dory.jobs.registry import JobContext, JobResult, check_day
 from dory.memory import graph, links
 from dory.memory.canonical import latest_timeline_date
 from dory.memory.entities import Registry, layout_family, normalise_name
+from dory.memory.frontmatter import parse_day
 from dory.models import BrokenLink, LinkLintRequest, ReindexRequest, ReindexResponse
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ def _stale_compiled(svc: DoryService) -> list[str]:
             doc = read_document(settings.corpus, path, settings.index.max_file_bytes)
         except ReadProblem:
             continue  # reported under skipped files
-        updated = _day(doc.frontmatter.get("updated"))
+        updated = parse_day(doc.frontmatter.get("updated"))
         latest = latest_timeline_date("\n".join(doc.lines[doc.body_start:]))
         if updated is not None and latest is not None and updated.isoformat() < latest:
             items.append(f"{_code(path)}: compiled truth updated {updated}, latest timeline entry {latest}")
@@ -224,7 +225,7 @@ def _stale_active(conn: sqlite3.Connection, period: str) -> list[str]:
     cutoff = day - dt.timedelta(days=STALE_ACTIVE_DAYS)
     items = []
     for path, fm in conn.execute("SELECT path, frontmatter FROM files WHERE lower(status) = 'active' ORDER BY path"):
-        updated = _day(json.loads(fm or "{}").get("updated"))
+        updated = parse_day(json.loads(fm or "{}").get("updated"))
         if updated is not None and updated < cutoff:
             items.append(f"{_code(path)}: updated {updated}, {(day - updated).days} days before {period}")
     return items
@@ -238,15 +239,6 @@ def _alias_collisions(registry: Registry) -> list[str]:
             pages.setdefault(name, {})[entity.path] = how
     return [f"{_code(name)}: " + ", ".join(f"{_code(path)} ({how})" for path, how in sorted(found.items()))
             for name, found in sorted(pages.items()) if len(found) > 1]
-
-
-def _day(value: Any) -> dt.date | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.date.fromisoformat(value[:10])
-    except ValueError:
-        return None
 
 
 # -- fixes ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Literal
 from dory.config import Settings
 from dory.errors import NotFound, UsageError
 from dory.jobs.job import JobContext, JobResult
+from dory.memory.frontmatter import parse_day
 
 
 def minute_period(fire: dt.datetime, with_seconds: bool) -> str:
@@ -42,12 +43,8 @@ def previous_week(fire: dt.datetime, with_seconds: bool) -> str:
 
 
 def check_day(period: str) -> None:
-    try:  # fromisoformat alone also takes `2026-W46` and `20261120`
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", period):
-            raise ValueError
-        dt.date.fromisoformat(period)
-    except ValueError:
-        raise UsageError(f"period {period!r} is not a day (YYYY-MM-DD)", period=period) from None
+    if len(period) != 10 or parse_day(period) is None:
+        raise UsageError(f"period {period!r} is not a day (YYYY-MM-DD)", period=period)
 
 
 def check_past_day(period: str) -> None:

@@ -66,6 +66,7 @@ class JobRunner:
         spec = get_job(name)
         period = period or self.current_period(name)
         validate_period(spec, period)
+        force = force or fix  # a fix is asked for by hand, for a period that may be done already
         if dry_run:
             result, error = self._call(spec, period, dry_run=True, fix=fix)
             return JobRun(job=name, period=period, status="failed" if error else "dry_run", trigger=trigger,

@@ -13,7 +13,6 @@ pages this job generated and nobody edited are pruned when a run no longer produ
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -27,8 +26,8 @@ from dory.jobs import generated
 from dory.jobs.registry import JobContext, JobResult
 from dory.memory.canonical import Page, entry_date, latest_timeline_date, parse_page
 from dory.memory.claims import claims_for
-from dory.memory.entities import FAMILY_FOLDERS, RETIRED, layout_family
-from dory.memory.frontmatter import STATUS_SYNONYMS
+from dory.memory.entities import FAMILY_FOLDERS, is_retired, layout_family
+from dory.memory.frontmatter import STATUS_SYNONYMS, parse_day
 
 JOB = "wiki-refresh"
 # The families that get an index page, in the order the wiki lists them (core feeds hot.md).
@@ -82,7 +81,7 @@ def run(ctx: JobContext) -> JobResult:
     produced = _render_all(inputs)
     files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
     for rel, data in sorted(produced.items()):
-        _write(files, rel, data)
+        files.write(rel, data)
     pruned, prune_warnings = _prune(ctx.settings, set(produced), ctx.dry_run)
     outputs: dict[str, Any] = {**files.counts(), "pruned": len(pruned), "pages": len(inputs.pages),
                                "claims": inputs.claims, "skipped": inputs.skipped}
@@ -129,7 +128,7 @@ def _read_pages(settings: Settings, conn: sqlite3.Connection | None, inputs: Inp
             # Status and title are unknown: listing it could show a retired page as current.
             _skip(inputs, rel, "broken_frontmatter", doc.frontmatter_error)
             continue
-        if _retired(doc):
+        if is_retired(doc.path, doc.frontmatter.get("status"), doc.frontmatter):
             continue
         family, slug = place
         active = [c.statement for c in claims_for(conn, f"{family}:{slug}")] if conn is not None else []
@@ -140,13 +139,6 @@ def _read_pages(settings: Settings, conn: sqlite3.Connection | None, inputs: Inp
 def _skip(inputs: Inputs, rel: str, reason: str, detail: str) -> None:
     inputs.skipped += 1
     inputs.warnings.append(f"{rel or '(corpus)'}: skipped ({reason}: {detail})")
-
-
-def _retired(doc: Document) -> bool:
-    """The entity registry's rule: a superseded, retired or tombstoned page is not an entity."""
-    status = doc.frontmatter.get("status")
-    return ((isinstance(status, str) and status.strip().lower() in RETIRED)
-            or "superseded_by" in doc.frontmatter or doc.path.endswith(".tombstone.md"))
 
 
 def _page_info(doc: Document, family: str, active: list[str]) -> PageInfo:
@@ -169,21 +161,8 @@ def _status(fm: dict[str, Any]) -> str:
 
 def _updated(fm: dict[str, Any], body: str) -> str:
     """The page's `updated` date, else its newest timeline date, else ""."""
-    value = fm.get("updated")
-    if isinstance(value, str) and _is_date(value[:10]):
-        return value[:10]
-    return latest_timeline_date(body) or ""
-
-
-def _is_date(text: str) -> bool:
-    # fromisoformat alone would also take week dates (2026-W46) and basic format (20261120).
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return False
-    try:
-        dt.date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
+    day = parse_day(fm.get("updated"))
+    return day.isoformat() if day else latest_timeline_date(body) or ""
 
 
 def _compiled(page: Page) -> list[str]:
@@ -323,16 +302,6 @@ def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 # --- writing and pruning -----------------------------------------------------------------------
-
-
-def _write(files: generated.GeneratedFiles, rel: str, data: bytes) -> None:
-    try:
-        files.write(rel, data)
-    except ReadProblem as problem:
-        # The file there is not a readable note (binary, not UTF-8): someone put it there; keep it.
-        files.kept.append(rel)
-        files.warnings.append(f"{rel} is not a readable note ({problem.reason}); left as it is "
-                              "(delete it to have it generated again)")
 
 
 def _prune(settings: Settings, produced: set[str], dry_run: bool) -> tuple[list[str], list[str]]:

@@ -13,6 +13,7 @@ import json
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 FAMILIES = ("core", "person", "project", "concept", "decision")
@@ -26,7 +27,7 @@ _LAYOUT = (
 )
 FAMILY_FOLDERS = {"person": "people", "project": "projects", "concept": "concepts", "decision": "decisions",
                   "core": "core"}
-RETIRED = ("superseded", "retired", "tombstoned")
+_RETIRED = ("superseded", "retired", "tombstoned")
 
 
 def normalise_name(text: str) -> str:
@@ -46,6 +47,12 @@ def page_path(family: str, slug: str) -> str:
     if family == "project":
         return f"projects/{slug}/state.md"
     return f"{FAMILY_FOLDERS[family]}/{slug}.md"
+
+
+def is_retired(path: str, status: object, frontmatter: Mapping[str, object]) -> bool:
+    """A superseded, retired or tombstoned page is not an entity (it stays on disk as history)."""
+    text = status.strip().lower() if isinstance(status, str) else ""
+    return text in _RETIRED or path.endswith(".tombstone.md") or "superseded_by" in frontmatter
 
 
 def layout_family(path: str) -> tuple[str, str] | None:
@@ -104,9 +111,7 @@ class Registry:
         entities: list[Entity] = []
         for row in rows:
             place = layout_family(row["path"])
-            if place is None or (row["status"] or "").lower() in RETIRED or row["path"].endswith(".tombstone.md"):
-                continue
-            if "superseded_by" in json.loads(row["frontmatter"] or "{}"):
+            if place is None or is_retired(row["path"], row["status"], json.loads(row["frontmatter"] or "{}")):
                 continue
             family, slug = place
             entities.append(Entity(f"{family}:{slug}", family, slug, row["path"], row["title"],

@@ -165,6 +165,19 @@ def render(fm: dict[str, Any], body: str) -> bytes:
     return text.encode("utf-8")
 
 
+def parse_day(value: object) -> dt.date | None:
+    """The day a value starts with (`2026-11-20`, `2026-11-20T10:00Z`, a YAML date), or None.
+    Stricter than `date.fromisoformat`, which also takes `2026-W47` and `20261120`."""
+    if isinstance(value, dt.date):
+        return value if not isinstance(value, dt.datetime) else value.date()
+    if not isinstance(value, str) or not re.match(r"\d{4}-\d{2}-\d{2}(?!\d)", value):
+        return None
+    try:
+        return dt.date.fromisoformat(value[:10])
+    except ValueError:
+        return None
+
+
 def _as_date(value: Any) -> Any:
     if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
         try:

@@ -51,13 +51,25 @@ def query_key(query: str) -> str:
 
 
 class RecallLog:
+    """Opened on first use and kept open, so a long-running server logs each search with one insert."""
+
     def __init__(self, path: Path) -> None:
-        self.conn = db.connect(path)
-        self.conn.executescript(SCHEMA)
-        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")  # a search never waits long for the log
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = db.connect(self.path)
+            conn.executescript(SCHEMA)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")  # a search never waits long for the log
+            self._conn = conn
+        return self._conn
 
     def close(self) -> None:
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def record(self, query: str, hits: list[SearchHit]) -> None:
         rows = [(query_key(query), query[:500], h.path, h.start_line, h.end_line, rank, now_iso())
@@ -94,15 +106,11 @@ class RecallLog:
                               "SET sha256 = excluded.sha256, at = excluded.at", (path, sha256, now_iso()))
 
 
-def record_quietly(path: Path, query: str, hits: list[SearchHit]) -> None:
+def record_quietly(log: RecallLog, query: str, hits: list[SearchHit]) -> None:
     """Record a search's hits; a busy or broken log never fails the search."""
     if not hits:
         return
     try:
-        log = RecallLog(path)
-        try:
-            log.record(query, hits)
-        finally:
-            log.close()
+        log.record(query, hits)
     except (sqlite3.Error, OSError, DoryError):
-        return
+        log.close()  # opened again (and retried) on the next search

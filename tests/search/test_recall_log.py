@@ -137,16 +137,18 @@ def test_dreamed_remembers_the_hash_each_digest_was_read_at(log: RecallLog, tmp_
 # -- recording never fails a search ------------------------------------------------------------------------
 def test_record_quietly_records_and_skips_empty_results(tmp_path: Path) -> None:
     path = tmp_path / "state" / "recall.sqlite"
-    record_quietly(path, "nothing found", [])
+    log = RecallLog(path)
+    record_quietly(log, "nothing found", [])
     assert not path.exists()  # no hits: the log is not even opened
-    record_quietly(path, "Borrow Checker", [hit("knowledge/rust.md")])
+    record_quietly(log, "Borrow Checker", [hit("knowledge/rust.md")])
+    log.close()
     assert events(path) == [("borrow checker", "Borrow Checker", "knowledge/rust.md", 1, 5, 1)]
 
 
 def test_record_quietly_never_raises_when_the_log_path_is_a_folder(tmp_path: Path) -> None:
     path = tmp_path / "state" / "recall.sqlite"
     path.mkdir(parents=True)
-    record_quietly(path, "borrow checker", [hit("knowledge/rust.md")])
+    record_quietly(RecallLog(path), "borrow checker", [hit("knowledge/rust.md")])
     assert path.is_dir() and list(path.iterdir()) == []
 
 
@@ -154,25 +156,27 @@ def test_record_quietly_never_raises_when_the_log_is_not_a_database(tmp_path: Pa
     path = tmp_path / "recall.sqlite"
     path.write_bytes(b"this is not a sqlite database at all, just some bytes" * 100)
     before = path.read_bytes()
-    record_quietly(path, "borrow checker", [hit("knowledge/rust.md")])
+    record_quietly(RecallLog(path), "borrow checker", [hit("knowledge/rust.md")])
     assert path.read_bytes() == before
 
 
 def test_record_quietly_never_raises_when_the_log_is_locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)  # do not wait the real ten seconds for the lock
     path = tmp_path / "recall.sqlite"
-    RecallLog(path).close()
+    log = RecallLog(path)
+    assert log.conn is not None  # created before another process takes the lock
     holder = sqlite3.connect(path, timeout=0, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
         holder.execute("INSERT INTO recall_events(query_key, query, path, start_line, end_line, rank, at) "
                        "VALUES ('held', 'held', 'knowledge/held.md', 1, 2, 1, 'now')")
-        record_quietly(path, "borrow checker", [hit("knowledge/rust.md")])
+        record_quietly(log, "borrow checker", [hit("knowledge/rust.md")])
         holder.execute("ROLLBACK")
     finally:
         holder.close()
     assert events(path) == []  # the locked write was skipped, not queued or half done
-    record_quietly(path, "borrow checker", [hit("knowledge/rust.md")])  # and the log works once released
+    record_quietly(log, "borrow checker", [hit("knowledge/rust.md")])  # and the log works once released
+    log.close()
     assert [e[2] for e in events(path)] == ["knowledge/rust.md"]
 
 

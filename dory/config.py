@@ -110,7 +110,7 @@ class JobsSettings(_Section):
             if name.replace("_", "-") not in JOBS:
                 raise ConfigError(f"[jobs] names an unknown job {name!r}; jobs: {', '.join(sorted(JOBS))}", job=name)
             if not isinstance(spec, str):
-                raise ValueError(f"jobs.{name} must be a cron string or \"off\"")
+                raise ValueError(f'jobs.{name} must be a cron string or "off"')
             parse_schedule(spec, name)  # raises ConfigError naming the job
         return self
 
@@ -280,10 +280,10 @@ def env_layer(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     for name, value in env.items():
         if not name.startswith("DORY_") or value == "":
             continue
-        rest = name[len("DORY_"):].lower()
+        rest = name[len("DORY_") :].lower()
         for section in SECTIONS:
             if rest.startswith(section + "_"):
-                layer.setdefault(section, {})[rest[len(section) + 1:]] = value
+                layer.setdefault(section, {})[rest[len(section) + 1 :]] = value
     return layer
 
 
@@ -326,7 +326,5 @@ def load_settings(
     try:
         return Settings(corpus=root, state_dir=Path(state_dir).expanduser().resolve(), **layers)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
         raise ConfigError(f"invalid settings: {problems}") from exc

@@ -13,8 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 SearchMode = Literal["bm25", "vector", "hybrid", "exact", "recall"]
 MODE_ALIASES: dict[str, SearchMode] = {
-    "bm25": "bm25", "text": "bm25", "keyword": "bm25", "lexical": "bm25",
-    "vector": "vector", "semantic": "vector", "hybrid": "hybrid", "exact": "exact", "recall": "recall",
+    "bm25": "bm25",
+    "text": "bm25",
+    "keyword": "bm25",
+    "lexical": "bm25",
+    "vector": "vector",
+    "semantic": "vector",
+    "hybrid": "hybrid",
+    "exact": "exact",
+    "recall": "recall",
 }
 SearchCorpus = Literal["durable", "sessions", "all"]
 EvidenceClass = Literal["canonical", "core", "note", "inbox", "generated", "raw", "session", "superseded"]
@@ -58,8 +65,10 @@ class SearchRequest(_Model):
     query: str = Field(..., min_length=1, max_length=4000)
     mode: str = "hybrid"
     corpus: SearchCorpus = Field("durable", description="durable memory, the session plane, or both")
-    record: bool = Field(True, description="log the top hits as recall events (dreaming promotes notes "
-                                           "that many different queries recall)")
+    record: bool = Field(
+        True,
+        description="log the top hits as recall events (dreaming promotes notes that many different queries recall)",
+    )
     k: int = Field(10, ge=1, le=200)
     scope: Scope = Field(default_factory=Scope)
     per_file: bool = Field(True, description="at most one result per file (its best chunk)")
@@ -216,8 +225,9 @@ class StatusResponse(_Model):
     index_bytes: int
     daemon: DaemonStatus = Field(default_factory=lambda: DaemonStatus(running=False))
     jobs: list[JobRun] = Field(default_factory=list)  # each job's last run
-    sessions: dict[str, int] = Field(default_factory=dict, description="the session plane: sessions, turns, "
-                                     "turn vectors still to embed")
+    sessions: dict[str, int] = Field(
+        default_factory=dict, description="the session plane: sessions, turns, turn vectors still to embed"
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -380,8 +390,9 @@ MAX_REQUEST_CHARS = 4_000_000
 class WriteRequest(_Model):
     path: str = Field(..., min_length=1, max_length=4096, description="corpus-relative .md path")
     kind: WriteKind
-    content: str = Field("", max_length=MAX_REQUEST_CHARS,
-                         description="markdown body; may start with its own frontmatter block")
+    content: str = Field(
+        "", max_length=MAX_REQUEST_CHARS, description="markdown body; may start with its own frontmatter block"
+    )
     frontmatter: dict[str, Any] | None = None
     expected_hash: str | None = Field(None, description="sha256:… of the file as read; required by replace")
     reason: str | None = Field(None, max_length=2000, description="why; required by forget")
@@ -498,8 +509,12 @@ WakeProfileName = Literal["default", "coding", "writing", "privacy", "casual"]
 
 
 class WakeRequest(_Model):
-    profile: str = Field("default", min_length=1, max_length=64,
-                         description="default, coding, writing, privacy, casual, or one defined in dory.toml")
+    profile: str = Field(
+        "default",
+        min_length=1,
+        max_length=64,
+        description="default, coding, writing, privacy, casual, or one defined in dory.toml",
+    )
     project: str | None = Field(None, max_length=200, description="a project's slug, title or alias")
     budget: int | None = Field(None, ge=50, le=1500, description="hard token budget (default from [wake])")
     max_chars: int | None = Field(None, ge=500, le=10_000, description="hard character cap of the block")

@@ -108,6 +108,7 @@ RECENT_RUNS = 5
 
 T = TypeVar("T")
 
+
 class DoryService:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -142,10 +143,19 @@ class DoryService:
     @cached_property
     def embedder(self) -> Embedder | None:
         e = self.settings.embedder
-        return load_embedder(EmbedderSettings(
-            backend=e.backend, runtime=e.runtime, model_path=e.model_path, url=e.url, model=e.model,
-            api_key=e.api_key, dims=e.dims, batch_size=e.batch_size, timeout_s=e.timeout_s,
-        ))
+        return load_embedder(
+            EmbedderSettings(
+                backend=e.backend,
+                runtime=e.runtime,
+                model_path=e.model_path,
+                url=e.url,
+                model=e.model,
+                api_key=e.api_key,
+                dims=e.dims,
+                batch_size=e.batch_size,
+                timeout_s=e.timeout_s,
+            )
+        )
 
     def _require_embedder(self) -> Embedder:
         if self.embedder is None:
@@ -240,9 +250,15 @@ class DoryService:
         start = min(req.from_line, max(len(lines), 1))
         end = len(lines) if req.lines is None else min(len(lines), start + req.lines - 1)
         return GetResponse(
-            path=rel, title=doc.title, frontmatter=doc.frontmatter, frontmatter_error=doc.frontmatter_error,
-            hash=doc.sha256, total_lines=len(lines), from_line=start, to_line=end,
-            content="\n".join(lines[start - 1:end]),
+            path=rel,
+            title=doc.title,
+            frontmatter=doc.frontmatter,
+            frontmatter_error=doc.frontmatter_error,
+            hash=doc.sha256,
+            total_lines=len(lines),
+            from_line=start,
+            to_line=end,
+            content="\n".join(lines[start - 1 : end]),
         )
 
     def status(self) -> StatusResponse:
@@ -262,8 +278,10 @@ class DoryService:
             fingerprint, embedder_name = dict(embedder.fingerprint()), embedder.name
             matches = store.meta("fingerprint") == fingerprint_key(embedder.fingerprint())
             if not matches and counts["chunks"]:
-                warnings.append("vectors were built with another embedding model (or not at all); "
-                                "`dory reindex` rebuilds them; until then search is keyword-only")
+                warnings.append(
+                    "vectors were built with another embedding model (or not at all); "
+                    "`dory reindex` rebuilds them; until then search is keyword-only"
+                )
         except DoryError as exc:
             warnings.append(f"embedder unavailable: {exc.message}")
         if self.settings.embedder.backend == "minilm":
@@ -273,26 +291,48 @@ class DoryService:
         daemon, jobs = self._daemon_and_jobs(warnings)
         interrupted = self.journal().pending()
         if interrupted:
-            warnings.append(f"{interrupted} multi-file writes were interrupted; the next write, `dory reindex` "
-                            "or daemon start completes or rolls them back")
+            warnings.append(
+                f"{interrupted} multi-file writes were interrupted; the next write, `dory reindex` "
+                "or daemon start completes or rolls them back"
+            )
         if pending and not daemon.running:
-            warnings.append(f"{pending} files changed on disk since the last reindex "
-                            "(no daemon is watching; run `dory reindex` or `dory ops watch`)")
-        skipped = [SkippedFile(path=r[0], reason=r[1], detail=r[2])
-                   for r in store.conn.execute("SELECT path, reason, detail FROM skipped ORDER BY path")]
-        broken = [SkippedFile(path=r[0], reason="broken_frontmatter", detail=r[1]) for r in store.conn.execute(
-            "SELECT path, frontmatter_error FROM files WHERE frontmatter_error IS NOT NULL ORDER BY path")]
+            warnings.append(
+                f"{pending} files changed on disk since the last reindex "
+                "(no daemon is watching; run `dory reindex` or `dory ops watch`)"
+            )
+        skipped = [
+            SkippedFile(path=r[0], reason=r[1], detail=r[2])
+            for r in store.conn.execute("SELECT path, reason, detail FROM skipped ORDER BY path")
+        ]
+        broken = [
+            SkippedFile(path=r[0], reason="broken_frontmatter", detail=r[1])
+            for r in store.conn.execute(
+                "SELECT path, frontmatter_error FROM files WHERE frontmatter_error IS NOT NULL ORDER BY path"
+            )
+        ]
         faiss_path = self.settings.faiss_path
         vector_index = self._vector_index_kind(faiss_path) if self.settings.db_path.exists() else "missing"
         return StatusResponse(
-            corpus=str(self.settings.corpus), state_dir=str(self.settings.state_dir),
-            files_on_disk=len(scan.files), files_indexed=counts["files"], chunks=counts["chunks"],
-            vectors=counts["vectors"], vectors_pending=counts["chunks"] - counts["vectors"],
-            pending_changes=pending, embedder=embedder_name, fingerprint=fingerprint,
-            fingerprint_matches=matches, vector_index=vector_index,
-            skipped=skipped, broken_frontmatter=broken, last_reindex=store.meta("last_reindex"),
+            corpus=str(self.settings.corpus),
+            state_dir=str(self.settings.state_dir),
+            files_on_disk=len(scan.files),
+            files_indexed=counts["files"],
+            chunks=counts["chunks"],
+            vectors=counts["vectors"],
+            vectors_pending=counts["chunks"] - counts["vectors"],
+            pending_changes=pending,
+            embedder=embedder_name,
+            fingerprint=fingerprint,
+            fingerprint_matches=matches,
+            vector_index=vector_index,
+            skipped=skipped,
+            broken_frontmatter=broken,
+            last_reindex=store.meta("last_reindex"),
             index_bytes=_file_bytes(self.settings.db_path, Path(f"{self.settings.db_path}-wal"), faiss_path),
-            daemon=daemon, jobs=jobs, sessions=self._session_counts(fingerprint, warnings), warnings=warnings,
+            daemon=daemon,
+            jobs=jobs,
+            sessions=self._session_counts(fingerprint, warnings),
+            warnings=warnings,
         )
 
     def _session_counts(self, fingerprint: dict[str, Any] | None, warnings: list[str]) -> dict[str, int]:
@@ -302,8 +342,10 @@ class DoryService:
             return {"on_disk": len(transcripts)} if transcripts else {}
         counts = self.session_store.counts() | {"on_disk": len(transcripts)}
         if set(self.session_store.indexed()) != transcripts:
-            warnings.append("the session index differs from the transcripts on disk; `dory reindex` (or a running "
-                            "daemon) brings it in line")
+            warnings.append(
+                "the session index differs from the transcripts on disk; `dory reindex` (or a running "
+                "daemon) brings it in line"
+            )
         if fingerprint is not None:
             counts["vectors_pending"] = self.session_store.pending_count(fingerprint_key(fingerprint))  # type: ignore[arg-type]
         return counts
@@ -341,8 +383,10 @@ class DoryService:
         """The frozen block for the start of an agent session (core files, project, decisions, sessions)."""
         recent: list[RecentSession] = []
         if self.settings.sessions_db_path.exists() and self.settings.wake.recent_sessions:
-            recent = [RecentSession(path=r[0], title=r[1], agent=r[2], updated=r[3])
-                      for r in self.session_store.recent("done", self.settings.wake.recent_sessions)]
+            recent = [
+                RecentSession(path=r[0], title=r[1], agent=r[2], updated=r[3])
+                for r in self.session_store.recent("done", self.settings.wake.recent_sessions)
+            ]
         return build_wake(self.settings.corpus, self.settings.wake, req, self.token_counter().count, recent)
 
     # -- jobs --------------------------------------------------------------------------------
@@ -361,11 +405,18 @@ class DoryService:
                     shown, enabled = f"after {spec.after}", leader.enabled
                     nxt = leader.next_after(now_local()) if leader.enabled else None
                 recent = [job_run(row) for row in ledger.history(name, RECENT_RUNS)] if ledger else []
-                infos.append(JobInfo(
-                    name=name, description=spec.description, schedule=shown, enabled=enabled,
-                    next_run=nxt.isoformat() if nxt else None, last_run=recent[0] if recent else None,
-                    recent_runs=recent, warnings=recent[0].warnings if recent else [],
-                ))
+                infos.append(
+                    JobInfo(
+                        name=name,
+                        description=spec.description,
+                        schedule=shown,
+                        enabled=enabled,
+                        next_run=nxt.isoformat() if nxt else None,
+                        last_run=recent[0] if recent else None,
+                        recent_runs=recent,
+                        warnings=recent[0].warnings if recent else [],
+                    )
+                )
         finally:
             if ledger is not None:
                 ledger.close()
@@ -381,8 +432,7 @@ class DoryService:
             try:
                 ledger.mark_interrupted()
                 runner = JobRunner(self.settings, ledger, _LockedIndex(self))
-                return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run,
-                                  fix=req.fix)
+                return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run, fix=req.fix)
             finally:
                 ledger.close()
 
@@ -533,8 +583,9 @@ class DoryService:
         finally:
             empty.close()
 
-    def reindex(self, req: ReindexRequest, progress: Progress = no_progress,
-                on_wait: Callable[[str], None] | None = None) -> ReindexResponse:
+    def reindex(
+        self, req: ReindexRequest, progress: Progress = no_progress, on_wait: Callable[[str], None] | None = None
+    ) -> ReindexResponse:
         started = time.monotonic()
         if req.plan_only:
             with self._existing_or_empty_store() as store:
@@ -550,8 +601,13 @@ class DoryService:
             if vectors is not None:
                 try:
                     response.vectors_embedded, response.vectors_reused = vector_pass.embed_pending(
-                        self.store, vectors, self._require_embedder(), self.fingerprint(),
-                        self.settings.faiss_path, progress)
+                        self.store,
+                        vectors,
+                        self._require_embedder(),
+                        self.fingerprint(),
+                        self.settings.faiss_path,
+                        progress,
+                    )
                     response.session_vectors_embedded = self.embed_session_turns(progress)
                 except DoryError as exc:
                     warnings.append(f"vectors not built: {exc.message}")
@@ -560,8 +616,13 @@ class DoryService:
         response.seconds = round(time.monotonic() - started, 3)
         return response
 
-    def apply_changes(self, full: bool = False, paths: list[str] | None = None, progress: Progress = no_progress,
-                      vectors: VectorStore | None = None) -> ReindexResponse:
+    def apply_changes(
+        self,
+        full: bool = False,
+        paths: list[str] | None = None,
+        progress: Progress = no_progress,
+        vectors: VectorStore | None = None,
+    ) -> ReindexResponse:
         """The lexical pass over the whole corpus or over `paths`, for the index's owner. Chunks that
         go away leave `vectors` too; new chunks wait for the vector pass."""
         started = time.monotonic()
@@ -569,8 +630,9 @@ class DoryService:
         response = _reindex_response(report.plan, started, planned=False)
         response.chunks_written = report.chunks_written
         response.vectors_pending = vector_pass.pending_count(self.store)
-        sessions = sync_sessions(self.settings.corpus, self.session_store, IgnoreRules(self.settings.index.ignore),
-                                 paths)
+        sessions = sync_sessions(
+            self.settings.corpus, self.session_store, IgnoreRules(self.settings.index.ignore), paths
+        )
         response.sessions_indexed, response.sessions_deleted = len(sessions.indexed), len(sessions.deleted)
         response.skipped += [SkippedFile(path=s.path, reason=s.reason, detail=s.detail) for s in sessions.skipped]
         return response
@@ -579,8 +641,7 @@ class DoryService:
         """Vectors for every session turn that has none (the owner's vector pass for the session plane)."""
         if self.settings.embedder.backend == "none":
             return 0
-        return session_vectors.embed_pending(self.session_store, self._require_embedder(), self.fingerprint(),
-                                             progress)
+        return session_vectors.embed_pending(self.session_store, self._require_embedder(), self.fingerprint(), progress)
 
     @contextmanager
     def owning(self) -> Iterator[None]:
@@ -605,8 +666,9 @@ class DoryService:
             warnings.append(f"vectors not built: {exc.message}")
             return None
         if vector_pass.reset_for_fingerprint(self.store, fingerprint):
-            self._vectors = VectorStore(self._require_embedder().dims, self.settings.index.vector_index,
-                                        self.settings.index.ivf_threshold)
+            self._vectors = VectorStore(
+                self._require_embedder().dims, self.settings.index.vector_index, self.settings.index.ivf_threshold
+            )
         return self.vectors()
 
 
@@ -648,15 +710,29 @@ def init_corpus(target: Path, install: bool, announce: Callable[[str], None]) ->
 def _reindex_response(plan: Plan, started: float, planned: bool) -> ReindexResponse:
     paths = None
     if planned:
-        paths = {"new": plan.new, "changed": plan.changed, "deleted": plan.deleted,
-                 "renamed": [f"{a} -> {b}" for a, b in plan.renamed], "touched": plan.touched}
+        paths = {
+            "new": plan.new,
+            "changed": plan.changed,
+            "deleted": plan.deleted,
+            "renamed": [f"{a} -> {b}" for a, b in plan.renamed],
+            "touched": plan.touched,
+        }
     warnings = [plan.deletions_withheld] if plan.deletions_withheld else []
     return ReindexResponse(
-        new=len(plan.new), changed=len(plan.changed), renamed=len(plan.renamed), deleted=len(plan.deleted),
-        touched=len(plan.touched), unchanged=plan.unchanged,
+        new=len(plan.new),
+        changed=len(plan.changed),
+        renamed=len(plan.renamed),
+        deleted=len(plan.deleted),
+        touched=len(plan.touched),
+        unchanged=plan.unchanged,
         skipped=[SkippedFile(path=s.path, reason=s.reason, detail=s.detail) for s in plan.skipped],
-        chunks_written=0, vectors_embedded=0, vectors_reused=0, vectors_pending=0,
-        seconds=round(time.monotonic() - started, 3), planned_paths=paths, warnings=warnings,
+        chunks_written=0,
+        vectors_embedded=0,
+        vectors_reused=0,
+        vectors_pending=0,
+        seconds=round(time.monotonic() - started, 3),
+        planned_paths=paths,
+        warnings=warnings,
     )
 
 

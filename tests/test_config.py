@@ -45,8 +45,9 @@ def test_each_layer_wins_over_the_next(tmp_path: Path) -> None:
 
 def test_an_override_of_none_means_the_flag_was_not_given(tmp_path: Path) -> None:
     root = corpus(tmp_path, TOML)
-    settings = load_settings(root, {"index.chunk_tokens": None, "state_dir": None},
-                             env={"DORY_INDEX_CHUNK_TOKENS": "150"})
+    settings = load_settings(
+        root, {"index.chunk_tokens": None, "state_dir": None}, env={"DORY_INDEX_CHUNK_TOKENS": "150"}
+    )
     assert settings.index.chunk_tokens == 150
     assert settings.state_dir == root.resolve() / ".dory"
 
@@ -70,8 +71,9 @@ def test_state_dir_from_env_and_flag(tmp_path: Path, monkeypatch: pytest.MonkeyP
     root = corpus(tmp_path)
     from_env = load_settings(root, env={"DORY_STATE_DIR": str(tmp_path / "state-env")})
     assert from_env.state_dir == tmp_path.resolve() / "state-env"
-    from_flag = load_settings(root, {"state_dir": str(tmp_path / "state-flag")},
-                              env={"DORY_STATE_DIR": str(tmp_path / "state-env")})
+    from_flag = load_settings(
+        root, {"state_dir": str(tmp_path / "state-flag")}, env={"DORY_STATE_DIR": str(tmp_path / "state-env")}
+    )
     assert from_flag.state_dir == tmp_path.resolve() / "state-flag"
     monkeypatch.chdir(tmp_path)
     relative = load_settings(root, env={"DORY_STATE_DIR": "rel/state"})
@@ -116,25 +118,37 @@ def test_boolean_env_values(tmp_path: Path, value: str, expected: bool) -> None:
 
 
 def test_env_values_are_typed_by_the_setting(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path), env={"DORY_EMBEDDER_TIMEOUT_S": "2.5", "DORY_SEARCH_DEFAULT_K": "7",
-                                                    "DORY_EMBEDDER_URL": "http://127.0.0.1:9/v1"})
+    settings = load_settings(
+        corpus(tmp_path),
+        env={
+            "DORY_EMBEDDER_TIMEOUT_S": "2.5",
+            "DORY_SEARCH_DEFAULT_K": "7",
+            "DORY_EMBEDDER_URL": "http://127.0.0.1:9/v1",
+        },
+    )
     assert (settings.embedder.timeout_s, settings.search.default_k) == (2.5, 7)
     assert settings.embedder.url == "http://127.0.0.1:9/v1"
 
 
 # -- invalid values ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("env", "fragment"), [
-    ({"DORY_INDEX_CHUNK_TOKENS": "lots"}, "index.chunk_tokens: Input should be a valid integer"),
-    ({"DORY_INDEX_CHUNK_TOKENS": "8"}, "index.chunk_tokens: Input should be greater than or equal to 32"),
-    ({"DORY_EMBEDDER_BACKEND": "bogus"}, "embedder.backend: Input should be 'minilm', 'openai', "
-                                         "'sentence-transformers' or 'none'"),
-    ({"DORY_SEARCH_RRF_K": "0"}, "search.rrf_k: Input should be greater than or equal to 1"),
-    ({"DORY_INDEX_VECTOR_INDEX": "hnsw"}, "index.vector_index: Input should be 'auto', 'flat' or 'ivf'"),
-    ({"DORY_INDEX_NO_SUCH": "1"}, "index.no_such: Extra inputs are not permitted"),
-    ({"DORY_INDEX_TRIGRAM": "maybe"}, "index.trigram: Input should be a valid boolean"),
-])
-def test_invalid_env_value_is_a_config_error_naming_the_setting(tmp_path: Path, env: dict[str, str],
-                                                                fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"DORY_INDEX_CHUNK_TOKENS": "lots"}, "index.chunk_tokens: Input should be a valid integer"),
+        ({"DORY_INDEX_CHUNK_TOKENS": "8"}, "index.chunk_tokens: Input should be greater than or equal to 32"),
+        (
+            {"DORY_EMBEDDER_BACKEND": "bogus"},
+            "embedder.backend: Input should be 'minilm', 'openai', 'sentence-transformers' or 'none'",
+        ),
+        ({"DORY_SEARCH_RRF_K": "0"}, "search.rrf_k: Input should be greater than or equal to 1"),
+        ({"DORY_INDEX_VECTOR_INDEX": "hnsw"}, "index.vector_index: Input should be 'auto', 'flat' or 'ivf'"),
+        ({"DORY_INDEX_NO_SUCH": "1"}, "index.no_such: Extra inputs are not permitted"),
+        ({"DORY_INDEX_TRIGRAM": "maybe"}, "index.trigram: Input should be a valid boolean"),
+    ],
+)
+def test_invalid_env_value_is_a_config_error_naming_the_setting(
+    tmp_path: Path, env: dict[str, str], fragment: str
+) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(corpus(tmp_path), env=env)
     assert type(info.value) is ConfigError and info.value.code == "config_error"
@@ -142,12 +156,15 @@ def test_invalid_env_value_is_a_config_error_naming_the_setting(tmp_path: Path, 
     assert fragment in info.value.message
 
 
-@pytest.mark.parametrize(("toml", "fragment"), [
-    ('[index]\nmax_file_bytes = "big"\n', "index.max_file_bytes: Input should be a valid integer"),
-    ("[index]\nchunk_overlap = 9999\n", "index.chunk_overlap: Input should be less than or equal to 512"),
-    ("[embedder]\nbatch_size = 0\n", "embedder.batch_size: Input should be greater than or equal to 1"),
-    ("[search]\ncandidates = 5\n", "search.candidates: Input should be greater than or equal to 10"),
-])
+@pytest.mark.parametrize(
+    ("toml", "fragment"),
+    [
+        ('[index]\nmax_file_bytes = "big"\n', "index.max_file_bytes: Input should be a valid integer"),
+        ("[index]\nchunk_overlap = 9999\n", "index.chunk_overlap: Input should be less than or equal to 512"),
+        ("[embedder]\nbatch_size = 0\n", "embedder.batch_size: Input should be greater than or equal to 1"),
+        ("[search]\ncandidates = 5\n", "search.candidates: Input should be greater than or equal to 10"),
+    ],
+)
 def test_invalid_toml_value_is_a_config_error_naming_the_setting(tmp_path: Path, toml: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(corpus(tmp_path, toml), env={})
@@ -207,8 +224,9 @@ def test_cwd_without_a_marker_is_corpus_not_found(tmp_path: Path, monkeypatch: p
     with pytest.raises(CorpusNotFound) as info:
         load_settings(env={})
     assert info.value.code == "corpus_not_found" and info.value.exit_code == 2
-    assert info.value.message == ("no corpus here: pass --corpus DIR, set DORY_CORPUS, or run `dory init DIR` to "
-                                  "create one")
+    assert info.value.message == (
+        "no corpus here: pass --corpus DIR, set DORY_CORPUS, or run `dory init DIR` to create one"
+    )
     assert info.value.details == {"path": str(root)}
 
 
@@ -228,8 +246,9 @@ def test_named_corpus_that_is_not_a_folder_is_corpus_not_found(tmp_path: Path, k
     for corpus_arg, env in ((target, {}), (None, {"DORY_CORPUS": str(target)})):
         with pytest.raises(CorpusNotFound) as info:
             load_settings(corpus_arg, env=env)
-        expected = f"{target} is a file, not a corpus folder" if kind == "file" else \
-            f"corpus folder does not exist: {target}"
+        expected = (
+            f"{target} is a file, not a corpus folder" if kind == "file" else f"corpus folder does not exist: {target}"
+        )
         assert info.value.message == expected
 
 
@@ -288,15 +307,21 @@ def test_policy_rule_on_a_frontmatter_field(tmp_path: Path) -> None:
     assert "knowledge/walrus.md" not in walrus_paths(svc)
 
 
-@pytest.mark.parametrize(("rule", "message"), [
-    ('name = "x"\npath = "a/*"\nfactor = -1', "search.policy rule 'x': factor must be a number ≥ 0"),
-    ('name = "x"\npath = "a/*"\nfactor = "big"', "search.policy rule 'x': factor must be a number ≥ 0"),
-    ('path = "a/*"\nfactor = 1', "search.policy: every rule needs a name"),
-    ('name = "x"\nfactor = 1', "search.policy rule 'x': give a path glob or a field"),
-    ('name = "x"\nfield = "colour"\nfactor = 1',
-     "search.policy rule 'x': field must be one of status, type, canonical, source_kind, superseded_by, visibility"),
-    ('name = "x"\npath = "a/*"\nfactor = 1\nweight = 2', "search.policy: unknown keys ['weight']"),
-])
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ('name = "x"\npath = "a/*"\nfactor = -1', "search.policy rule 'x': factor must be a number ≥ 0"),
+        ('name = "x"\npath = "a/*"\nfactor = "big"', "search.policy rule 'x': factor must be a number ≥ 0"),
+        ('path = "a/*"\nfactor = 1', "search.policy: every rule needs a name"),
+        ('name = "x"\nfactor = 1', "search.policy rule 'x': give a path glob or a field"),
+        (
+            'name = "x"\nfield = "colour"\nfactor = 1',
+            "search.policy rule 'x': field must be one of status, type, canonical, source_kind, "
+            "superseded_by, visibility",
+        ),
+        ('name = "x"\npath = "a/*"\nfactor = 1\nweight = 2', "search.policy: unknown keys ['weight']"),
+    ],
+)
 def test_invalid_policy_rule_is_a_config_error(tmp_path: Path, rule: str, message: str) -> None:
     """Rules are checked when settings load, so every command (reindex, status, search) refuses them."""
     root = corpus(tmp_path, f"[[search.policy]]\n{rule}\n")

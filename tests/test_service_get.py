@@ -43,15 +43,17 @@ def sha(data: bytes) -> str:
 
 
 # -- line slicing --------------------------------------------------------------------------------
-@pytest.mark.parametrize(("from_line", "lines", "first", "last"), [
-    (1, None, 1, 10),
-    (3, 4, 3, 6),
-    (10, 1, 10, 10),
-    (8, 10, 8, 10),  # asking past the end stops at the last line
-    (1, 1, 1, 1),
-])
-def test_get_returns_exactly_the_requested_lines(svc, from_line: int, lines: int | None, first: int,
-                                                 last: int) -> None:
+@pytest.mark.parametrize(
+    ("from_line", "lines", "first", "last"),
+    [
+        (1, None, 1, 10),
+        (3, 4, 3, 6),
+        (10, 1, 10, 10),
+        (8, 10, 8, 10),  # asking past the end stops at the last line
+        (1, 1, 1, 1),
+    ],
+)
+def test_get_returns_exactly_the_requested_lines(svc, from_line: int, lines: int | None, first: int, last: int) -> None:
     res = get(svc, "ten.md", from_line=from_line, lines=lines)
     assert (res.from_line, res.to_line, res.total_lines) == (first, last, 10)
     assert res.content == "\n".join(f"line {n}" for n in range(first, last + 1))
@@ -63,7 +65,7 @@ def test_start_past_the_end_reports_the_range_it_actually_returned(svc) -> None:
     res = get(svc, "ten.md", from_line=50, lines=5)
     lines = TEN.split("\n")
     assert res.to_line <= res.total_lines == 10
-    assert res.content == "\n".join(lines[res.from_line - 1:res.to_line])
+    assert res.content == "\n".join(lines[res.from_line - 1 : res.to_line])
 
 
 def test_line_numbers_count_only_newlines_like_an_editor(svc, corpus: Path) -> None:
@@ -163,12 +165,15 @@ def test_broken_yaml_is_returned_whole_with_the_error(svc, corpus: Path, tmp_pat
     assert (corpus / "broken.md").read_bytes() == raw
 
 
-@pytest.mark.parametrize(("block", "error"), [
-    ("- a\n- b", "frontmatter is a list, not a mapping"),
-    ("just a string", "frontmatter is a str, not a mapping"),
-    ("? [a, b]\n: c", "broken YAML frontmatter: while constructing a mapping"),
-    ("x: !custom 1", "broken YAML frontmatter: could not determine a constructor for the tag '!custom'"),
-])
+@pytest.mark.parametrize(
+    ("block", "error"),
+    [
+        ("- a\n- b", "frontmatter is a list, not a mapping"),
+        ("just a string", "frontmatter is a str, not a mapping"),
+        ("? [a, b]\n: c", "broken YAML frontmatter: while constructing a mapping"),
+        ("x: !custom 1", "broken YAML frontmatter: could not determine a constructor for the tag '!custom'"),
+    ],
+)
 def test_frontmatter_that_is_not_a_plain_mapping_is_reported(svc, corpus: Path, block: str, error: str) -> None:
     (corpus / "odd.md").write_text(f"---\n{block}\n---\n# Odd\n")
     res = get(svc, "odd.md")
@@ -198,25 +203,34 @@ def hostile(corpus: Path, tmp_path: Path) -> Path:
     return corpus
 
 
-@pytest.mark.parametrize(("path", "error", "code", "message"), [
-    ("../outside/secret.md", PathOutsideCorpus, "path_outside_corpus", "path escapes the corpus"),
-    ("folder/../../outside/secret.md", PathOutsideCorpus, "path_outside_corpus", "path escapes the corpus"),
-    ("..\\outside\\secret.md", PathOutsideCorpus, "path_outside_corpus", "path escapes the corpus"),
-    ("/etc/passwd", PathOutsideCorpus, "path_outside_corpus", "path must be relative to the corpus"),
-    ("~/secret.md", PathOutsideCorpus, "path_outside_corpus", "path must be relative to the corpus"),
-    ("C:/secret.md", PathOutsideCorpus, "path_outside_corpus", "path must be relative to the corpus"),
-    ("link-out.md", PathOutsideCorpus, "path_outside_corpus", "path leads outside the corpus through a symlink"),
-    ("dir-out/secret.md", PathOutsideCorpus, "path_outside_corpus", "path leads outside the corpus through a symlink"),
-    ("loop-a.md", DoryValidationError, "validation_error", "symlink loop at loop-a.md"),
-    ("folder", DoryValidationError, "validation_error", "path is a folder, not a file: folder"),
-    (".", DoryValidationError, "validation_error", "path names the corpus root, not a file"),
-    ("ten.md\x00.txt", DoryValidationError, "validation_error", "path contains a NUL byte"),
-    ("   ", DoryValidationError, "validation_error", "path is empty"),
-    ("missing.md", NotFound, "not_found", "no such file in the corpus: missing.md"),
-    ("dangling.md", NotFound, "not_found", "no such file in the corpus: dangling.md"),
-])
-def test_hostile_paths_raise_the_exact_error(svc, hostile: Path, path: str, error: type, code: str,
-                                             message: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "error", "code", "message"),
+    [
+        ("../outside/secret.md", PathOutsideCorpus, "path_outside_corpus", "path escapes the corpus"),
+        ("folder/../../outside/secret.md", PathOutsideCorpus, "path_outside_corpus", "path escapes the corpus"),
+        ("..\\outside\\secret.md", PathOutsideCorpus, "path_outside_corpus", "path escapes the corpus"),
+        ("/etc/passwd", PathOutsideCorpus, "path_outside_corpus", "path must be relative to the corpus"),
+        ("~/secret.md", PathOutsideCorpus, "path_outside_corpus", "path must be relative to the corpus"),
+        ("C:/secret.md", PathOutsideCorpus, "path_outside_corpus", "path must be relative to the corpus"),
+        ("link-out.md", PathOutsideCorpus, "path_outside_corpus", "path leads outside the corpus through a symlink"),
+        (
+            "dir-out/secret.md",
+            PathOutsideCorpus,
+            "path_outside_corpus",
+            "path leads outside the corpus through a symlink",
+        ),
+        ("loop-a.md", DoryValidationError, "validation_error", "symlink loop at loop-a.md"),
+        ("folder", DoryValidationError, "validation_error", "path is a folder, not a file: folder"),
+        (".", DoryValidationError, "validation_error", "path names the corpus root, not a file"),
+        ("ten.md\x00.txt", DoryValidationError, "validation_error", "path contains a NUL byte"),
+        ("   ", DoryValidationError, "validation_error", "path is empty"),
+        ("missing.md", NotFound, "not_found", "no such file in the corpus: missing.md"),
+        ("dangling.md", NotFound, "not_found", "no such file in the corpus: dangling.md"),
+    ],
+)
+def test_hostile_paths_raise_the_exact_error(
+    svc, hostile: Path, path: str, error: type, code: str, message: str
+) -> None:
     with pytest.raises(error) as info:
         get(svc, path)
     assert type(info.value) is error
@@ -267,14 +281,16 @@ def test_size_cap_follows_the_setting(corpus: Path) -> None:
         service.close()
 
 
-@pytest.mark.parametrize(("data", "reason", "message"), [
-    ("# Caf\xe9 au lait\n".encode("latin-1"), "not_utf8", "odd.md: not valid UTF-8: byte 0xe9 at offset 5"),
-    (b"# Binary\x00\x01\x02", "nul_bytes", "odd.md: contains NUL bytes at offset 8 (binary file?)"),
-    (b"", "empty", "odd.md: empty file"),
-    (b"  \n\n\t\n", "empty", "odd.md: empty file"),
-])
-def test_unreadable_file_is_reported_with_its_reason(svc, corpus: Path, data: bytes, reason: str,
-                                                     message: str) -> None:
+@pytest.mark.parametrize(
+    ("data", "reason", "message"),
+    [
+        ("# Caf\xe9 au lait\n".encode("latin-1"), "not_utf8", "odd.md: not valid UTF-8: byte 0xe9 at offset 5"),
+        (b"# Binary\x00\x01\x02", "nul_bytes", "odd.md: contains NUL bytes at offset 8 (binary file?)"),
+        (b"", "empty", "odd.md: empty file"),
+        (b"  \n\n\t\n", "empty", "odd.md: empty file"),
+    ],
+)
+def test_unreadable_file_is_reported_with_its_reason(svc, corpus: Path, data: bytes, reason: str, message: str) -> None:
     (corpus / "odd.md").write_bytes(data)
     with pytest.raises(UnreadableFile) as info:
         get(svc, "odd.md")

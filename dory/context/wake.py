@@ -67,23 +67,45 @@ def _profile(sections: list[str], **budgets: int) -> WakeProfile:
 BUILTIN_PROFILES: dict[str, WakeProfile] = {
     "default": _profile(
         ["core/user.md", "core/soul.md", "core/env.md", "core/active.md", "core/identity.md", "core/defaults.md"],
-        user=160, soul=120, env=100, active=140, identity=100, defaults=80, project=300,
+        user=160,
+        soul=120,
+        env=100,
+        active=140,
+        identity=100,
+        defaults=80,
+        project=300,
     ),
     "casual": _profile(
         ["core/user.md", "core/soul.md", "core/identity.md", "core/defaults.md", "core/active.md", "core/env.md"],
-        user=200, soul=160, identity=120, defaults=100, active=120, env=80, project=240,
+        user=200,
+        soul=160,
+        identity=120,
+        defaults=100,
+        active=120,
+        env=80,
+        project=240,
     ),
     "coding": _profile(
         ["core/active.md", "core/env.md", "core/defaults.md"],
-        active=480, env=340, defaults=260, project=360,
+        active=480,
+        env=340,
+        defaults=260,
+        project=360,
     ),
     "writing": _profile(
         ["core/soul.md", WRITING_VOICE, "core/defaults.md", "core/active.md"],
-        soul=520, writing_voice=420, defaults=180, active=180, project=260,
+        soul=520,
+        writing_voice=420,
+        defaults=180,
+        active=180,
+        project=260,
     ),
     "privacy": _profile(
         [PRIVACY_BOUNDARIES, "core/defaults.md", "core/soul.md"],
-        privacy_boundaries=420, defaults=260, soul=180, project=220,
+        privacy_boundaries=420,
+        defaults=260,
+        soul=180,
+        project=220,
     ),
 }
 
@@ -138,12 +160,21 @@ class _Limits:
         return len(text) <= self.max_chars and self.count(text) <= self.budget
 
 
-def build_wake(corpus: Path, settings: WakeSettings, req: WakeRequest, count_tokens: Callable[[str], int],
-               recent: list[RecentSession], now: dt.datetime | None = None) -> WakeResponse:
+def build_wake(
+    corpus: Path,
+    settings: WakeSettings,
+    req: WakeRequest,
+    count_tokens: Callable[[str], int],
+    recent: list[RecentSession],
+    now: dt.datetime | None = None,
+) -> WakeResponse:
     """The wake block for `req`; raises UsageError for a profile neither built in nor in dory.toml."""
     profile = _resolve_profile(settings, req.profile)
-    limits = _Limits(count_tokens, min(req.budget or settings.budget, MAX_BUDGET),
-                     min(req.max_chars or settings.max_chars, MAX_CHARS))
+    limits = _Limits(
+        count_tokens,
+        min(req.budget or settings.budget, MAX_BUDGET),
+        min(req.max_chars or settings.max_chars, MAX_CHARS),
+    )
     gather = _Gatherer(corpus, req.profile, profile, limits)
     cands = gather.profile_sections()
     if req.project:
@@ -160,11 +191,18 @@ def build_wake(corpus: Path, settings: WakeSettings, req: WakeRequest, count_tok
     block, placed, omissions = _finish(placed, cands, gather.omissions, limits)
     now = now or dt.datetime.now(dt.UTC)
     return WakeResponse(
-        profile=req.profile, block=block, tokens=count_tokens(block), chars=len(block), budget=limits.budget,
+        profile=req.profile,
+        block=block,
+        tokens=count_tokens(block),
+        chars=len(block),
+        budget=limits.budget,
         max_chars=limits.max_chars,
-        sections=[WakeSection(name=p.cand.name, source=p.cand.source, tokens=count_tokens(p.text),
-                              truncated=p.truncated) for p in placed],
-        omitted=[f"{o.source}: {o.reason}" for o in omissions], frozen_at=now.isoformat(),
+        sections=[
+            WakeSection(name=p.cand.name, source=p.cand.source, tokens=count_tokens(p.text), truncated=p.truncated)
+            for p in placed
+        ],
+        omitted=[f"{o.source}: {o.reason}" for o in omissions],
+        frozen_at=now.isoformat(),
         warnings=gather.warnings,
     )
 
@@ -173,8 +211,9 @@ def _resolve_profile(settings: WakeSettings, name: str) -> WakeProfile:
     profiles = {**BUILTIN_PROFILES, **settings.profiles}  # dory.toml replaces a built-in of the same name
     if name not in profiles:
         known = sorted(profiles)
-        raise UsageError(f"unknown wake profile {name!r}; known profiles: {', '.join(known)}",
-                         profile=name, known=known)
+        raise UsageError(
+            f"unknown wake profile {name!r}; known profiles: {', '.join(known)}", profile=name, known=known
+        )
     return profiles[name]
 
 
@@ -303,28 +342,32 @@ class _Gatherer:
     def project(self, handle: str) -> _Candidate | None:
         text = handle.strip()
         if text.lower().startswith("project:"):
-            text = text[len("project:"):].strip()
+            text = text[len("project:") :].strip()
         slug = slugify(text)
         rel = _find_project(self, slug) if slug else None
         if rel is None:
-            self.warnings.append(f"project {handle!r} not found: no projects/<slug>/state.md or project page "
-                                 "with that slug, title or alias")
+            self.warnings.append(
+                f"project {handle!r} not found: no projects/<slug>/state.md or project page "
+                "with that slug, title or alias"
+            )
             return None
         doc = self.read(rel)
         # Asking for the project by name is explicit, so only the privacy profile's rules hide it.
         if doc is None or self.hidden(doc, explicit=True):
             return None
         # The label tells the agent that this is the project's state, not another core file.
-        return self.page_candidate(doc, "project", self.budget_of("project", rel, self.share),
-                                   label=f"Project: {doc.title} ({doc.path})")
+        return self.page_candidate(
+            doc, "project", self.budget_of("project", rel, self.share), label=f"Project: {doc.title} ({doc.path})"
+        )
 
     def pinned(self, limit: int) -> _Candidate | None:
         if limit <= 0:
             return None
         docs = [doc for doc in self.decision_pages() if _is_pinned(doc) and not self.hidden(doc, explicit=False)]
         docs.sort(key=lambda doc: doc.path)
-        docs.sort(key=lambda doc: str(doc.frontmatter.get("updated") or doc.frontmatter.get("created") or ""),
-                  reverse=True)  # a stable sort: equal dates stay in path order
+        docs.sort(
+            key=lambda doc: str(doc.frontmatter.get("updated") or doc.frontmatter.get("created") or ""), reverse=True
+        )  # a stable sort: equal dates stay in path order
         docs = docs[:limit]
         if not docs:
             return None
@@ -339,8 +382,11 @@ class _Gatherer:
         for folder, dirs, files in os.walk(base):  # os.walk does not follow symlinked folders
             folder_rel = relpath(self.root, Path(folder))
             dirs[:] = sorted(d for d in dirs if not _RULES.skips_dir(d, f"{folder_rel}/{d}"))
-            rels.extend(f"{folder_rel}/{name}" for name in files
-                        if name.lower().endswith(".md") and not _RULES.skips_file(name, f"{folder_rel}/{name}"))
+            rels.extend(
+                f"{folder_rel}/{name}"
+                for name in files
+                if name.lower().endswith(".md") and not _RULES.skips_file(name, f"{folder_rel}/{name}")
+            )
         docs = (self.read(rel) for rel in sorted(rels))
         return [doc for doc in docs if doc is not None]
 
@@ -352,8 +398,14 @@ class _Gatherer:
         chosen = chosen[:limit]
         lines = ["## Recent sessions", *(_session_line(s) for s in chosen)]
         budget = self.budget_of("recent_sessions", "recent_sessions", self.total)
-        return _Candidate("recent_sessions", "sessions", lines, budget,
-                          items=[_one_line(s.path, 300) for s in chosen], name_left_out=False)
+        return _Candidate(
+            "recent_sessions",
+            "sessions",
+            lines,
+            budget,
+            items=[_one_line(s.path, 300) for s in chosen],
+            name_left_out=False,
+        )
 
 
 def _find_project(gather: _Gatherer, slug: str) -> str | None:
@@ -385,8 +437,9 @@ def _voice_page(root: Path) -> str | None:
     folder = root / _PERSONAL_DIR
     if not folder.is_dir():
         return None
-    names = sorted(p.name for p in folder.iterdir()
-                   if p.is_file() and p.name.lower().endswith(".md") and "voice" in p.name.lower())
+    names = sorted(
+        p.name for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(".md") and "voice" in p.name.lower()
+    )
     return f"{_PERSONAL_DIR}{names[0]}" if names else None
 
 
@@ -399,8 +452,14 @@ def _is_pinned(doc: Document) -> bool:
 
 def _decision_line(doc: Document) -> str:
     line = f"- {_one_line(doc.title, 120)} ({_one_line(doc.path, 200)})"
-    sentence = next((_LIST_MARKER.sub("", text) for text in _body_lines(doc)
-                     if _is_content(text) and not text.lstrip().startswith("<!--")), "")
+    sentence = next(
+        (
+            _LIST_MARKER.sub("", text)
+            for text in _body_lines(doc)
+            if _is_content(text) and not text.lstrip().startswith("<!--")
+        ),
+        "",
+    )
     sentence = _one_line(_SENTENCE_END.split(sentence, maxsplit=1)[0], 160)
     return f"{line}: {sentence}" if sentence else line
 
@@ -536,8 +595,9 @@ def _render(cand: _Candidate, fits: Callable[[str], bool], first: bool) -> _Plac
     return None
 
 
-def _cut_inside(lines: list[str], kept: int, tail: list[str], fits: Callable[[str], bool],
-                min_chars: int) -> str | None:
+def _cut_inside(
+    lines: list[str], kept: int, tail: list[str], fits: Callable[[str], bool], min_chars: int
+) -> str | None:
     """Headings fit but no content line does: keep the start of the first content line (a paragraph
     written as one long line, or a file with no newline at all, is still shown)."""
     index = kept
@@ -579,8 +639,9 @@ def _pack(cands: list[_Candidate], limits: _Limits) -> list[_Placed]:
     return placed
 
 
-def _finish(placed: list[_Placed], cands: list[_Candidate], static: list[_Omission],
-            limits: _Limits) -> tuple[str, list[_Placed], list[_Omission]]:
+def _finish(
+    placed: list[_Placed], cands: list[_Candidate], static: list[_Omission], limits: _Limits
+) -> tuple[str, list[_Placed], list[_Omission]]:
     """Add the last line naming what was left out, shrinking the last sections until it fits.
     Every block returned here was measured whole against both caps."""
     placed = list(placed)
@@ -607,8 +668,11 @@ def _shrink_last(placed: list[_Placed], cands: list[_Candidate], footer: str, li
     before = [p.text for p in placed]
 
     def fits(text: str) -> bool:
-        return (len(text) < len(last.text) and _section_fits(last.cand, limits, text)
-                and limits.fits(_join([*before, text, footer])))
+        return (
+            len(text) < len(last.text)
+            and _section_fits(last.cand, limits, text)
+            and limits.fits(_join([*before, text, footer]))
+        )
 
     first = last.cand is cands[0]
     result = _render(last.cand, fits, first=first)

@@ -126,8 +126,9 @@ def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
         try:
             _link_into_place(new, path, data)
         except AlreadyExists as exc:
-            raise WriteConflict(f"{path.name} was saved by someone else meanwhile",
-                                current_hash=file_hash(path)) from exc
+            raise WriteConflict(
+                f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path)
+            ) from exc
         if file_hash(aside) != expected_hash:  # written in place while we swapped: theirs wins
             os.replace(aside, path)
             raise WriteConflict(f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path))
@@ -142,8 +143,11 @@ def _check_aside(path: Path, aside: Path, expected_hash: str) -> None:
     current = file_hash(aside)
     if current != expected_hash:
         _restore(path, aside)
-        raise WriteConflict(f"{path.name} changed: expected {expected_hash}, found {current}",
-                            current_hash=file_hash(path) or current, expected_hash=expected_hash)
+        raise WriteConflict(
+            f"{path.name} changed: expected {expected_hash}, found {current}",
+            current_hash=file_hash(path) or current,
+            expected_hash=expected_hash,
+        )
 
 
 def _restore(path: Path, aside: Path) -> None:

@@ -59,7 +59,7 @@ def chunk_lines(
         # Frontmatter-only note: keep it findable by its metadata text.
         text = "\n".join(lines)
         return [Chunk(0, 1, len(lines), (), text, count_many([text])[0])]
-    texts = ["\n".join(body[b.start:b.end]) for b in blocks]
+    texts = ["\n".join(body[b.start : b.end]) for b in blocks]
     for block, tokens in zip(blocks, count_many(texts), strict=True):
         block.tokens = tokens
     pieces = _split_oversized(blocks, body, count_many, max_tokens)
@@ -103,7 +103,7 @@ def _blocks(body: list[str]) -> list[_Block]:
         block.end = following.start
     found[-1].end = len(body)
     _assign_heading_paths(found)
-    return [b for b in found if any(line.strip() for line in body[b.start:b.end])]
+    return [b for b in found if any(line.strip() for line in body[b.start : b.end])]
 
 
 def _assign_heading_paths(blocks: list[_Block]) -> None:
@@ -124,7 +124,7 @@ def _split_oversized(blocks: list[_Block], body: list[str], count_many: CountMan
         if block.tokens <= max_tokens or block.unsplittable or block.end - block.start < 2:
             out.append(block)
             continue
-        line_tokens = count_many(body[block.start:block.end])
+        line_tokens = count_many(body[block.start : block.end])
         piece_start, piece_tokens = block.start, 0
         for offset, tokens in enumerate(line_tokens):
             line_no = block.start + offset
@@ -154,8 +154,11 @@ def _pack(blocks: list[_Block], max_tokens: int, overlap: int) -> list[list[_Blo
                 continue
             carried = current[-1]
             carry = (
-                size_break and not heading_break and carried.heading is None
-                and not carried.unsplittable and 0 < carried.tokens <= overlap
+                size_break
+                and not heading_break
+                and carried.heading is None
+                and not carried.unsplittable
+                and 0 < carried.tokens <= overlap
                 and carried.tokens + block.tokens <= max_tokens
             )
             current = [carried] if carry else []

@@ -170,7 +170,7 @@ def _title(doc: Document, lines: list[str], rel: str) -> str:
     if isinstance(title, str | int | float) and str(title).strip():
         return str(title).strip()
     in_fence = False
-    for line in lines[doc.body_start:]:
+    for line in lines[doc.body_start :]:
         stripped = line.lstrip()
         if stripped.startswith(("```", "~~~")):
             in_fence = not in_fence

@@ -71,11 +71,15 @@ class Journal:
                 before = (self.corpus / change.path).read_bytes() if (self.corpus / change.path).exists() else b""
                 if sha256_of(before) != change.before_hash:
                     shutil.rmtree(staging)
-                    raise WriteConflict(f"{change.path} changed before it could be written",
-                                        path=change.path, current_hash=file_hash(self.corpus / change.path))
+                    raise WriteConflict(
+                        f"{change.path} changed before it could be written",
+                        path=change.path,
+                        current_hash=file_hash(self.corpus / change.path),
+                    )
                 write_atomic(staging / f"{index}.before", before)
-            files.append({"path": change.path, "before_hash": change.before_hash,
-                          "after_hash": sha256_of(change.after)})
+            files.append(
+                {"path": change.path, "before_hash": change.before_hash, "after_hash": sha256_of(change.after)}
+            )
         record: dict[str, Any] = {"op": op, "state": "applying", "files": files}
         write_atomic(staging / "journal.json", json.dumps(record).encode())
         return staging

@@ -52,8 +52,13 @@ class IgnoreRules:
         return cls(globs, excluded_dirs=(SESSIONS_ROOT, WIKI_ROOT))
 
     def skips_dir(self, name: str, rel: str) -> bool:
-        return (name in IGNORED_DIRS or name.startswith(".") or rel in UNSERVED_DIRS or rel in self.excluded_dirs
-                or self._user_match(rel + "/"))
+        return (
+            name in IGNORED_DIRS
+            or name.startswith(".")
+            or rel in UNSERVED_DIRS
+            or rel in self.excluded_dirs
+            or self._user_match(rel + "/")
+        )
 
     def skips_file(self, name: str, rel: str) -> bool:
         if name.startswith(".") or is_temp_name(name):

@@ -111,7 +111,11 @@ def _ancestors(real_root: Path, rel: str) -> set[tuple[int, int]]:
 
 
 def _walk(
-    folder: Path, prefix: str, real_root: Path, rules: IgnoreRules, result: ScanResult,
+    folder: Path,
+    prefix: str,
+    real_root: Path,
+    rules: IgnoreRules,
+    result: ScanResult,
     seen_dirs: set[tuple[int, int]],
 ) -> None:
     try:
@@ -142,7 +146,11 @@ def _walk(
 
 
 def _follow_link(
-    entry: os.DirEntry[str], rel: str, real_root: Path, rules: IgnoreRules, result: ScanResult,
+    entry: os.DirEntry[str],
+    rel: str,
+    real_root: Path,
+    rules: IgnoreRules,
+    result: ScanResult,
     seen_dirs: set[tuple[int, int]],
 ) -> None:
     """Symlinks are followed only when they stay inside the corpus; loops are reported once."""

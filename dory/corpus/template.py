@@ -34,4 +34,3 @@ def copy_template(target: Path) -> list[str]:
             shutil.copyfile(item, dest)
             created.append(rel.as_posix())
     return created
-

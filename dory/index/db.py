@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 TRIGRAM_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(body, tokenize = 'trigram')"
 
+
 def _chunk_ids_never_reused(tokenizer: str) -> str:
     """v2: chunk ids come from AUTOINCREMENT. A plain rowid reuses the largest id after a delete,
     and a reader holding a FAISS file saved a moment earlier would map the deleted chunk's vector
@@ -205,8 +206,10 @@ def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise IndexLocked(f"the index database stayed locked by another process for "
-                              f"{BUSY_TIMEOUT_MS // 1000} s ({exc}); try again") from exc
+            raise IndexLocked(
+                f"the index database stayed locked by another process for "
+                f"{BUSY_TIMEOUT_MS // 1000} s ({exc}); try again"
+            ) from exc
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] == number:
                 for statement in MIGRATIONS[number](tokenizer).split(";\n"):
@@ -225,5 +228,6 @@ def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                 (key, value))
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value)
+    )

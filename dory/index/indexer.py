@@ -98,8 +98,9 @@ class Indexer:
             return None
 
     @staticmethod
-    def _classify(plan: Plan, path: str, doc: Document, old: IndexedFile | None,
-                  by_hash: dict[str, list[str]], full: bool) -> None:
+    def _classify(
+        plan: Plan, path: str, doc: Document, old: IndexedFile | None, by_hash: dict[str, list[str]], full: bool
+    ) -> None:
         if old and old.sha256 == doc.sha256 and not full:
             plan.touched.append(path)
         elif old:
@@ -110,8 +111,9 @@ class Indexer:
             plan.new.append(path)
 
     @staticmethod
-    def _plan_deletions(plan: Plan, scan: ScanResult, indexed: dict[str, IndexedFile], missing: list[str],
-                        by_hash: dict[str, list[str]]) -> None:
+    def _plan_deletions(
+        plan: Plan, scan: ScanResult, indexed: dict[str, IndexedFile], missing: list[str], by_hash: dict[str, list[str]]
+    ) -> None:
         renamed_from = {old for old, _ in plan.renamed}
         gone = [path for path in missing if path not in renamed_from]
         if not gone:
@@ -124,8 +126,13 @@ class Indexer:
             plan.deleted.extend(gone)
 
     # -- lexical pass ------------------------------------------------------------------------
-    def run_lexical(self, full: bool = False, progress: Progress = no_progress,
-                    vectors: VectorStore | None = None, paths: list[str] | None = None) -> LexicalReport:
+    def run_lexical(
+        self,
+        full: bool = False,
+        progress: Progress = no_progress,
+        vectors: VectorStore | None = None,
+        paths: list[str] | None = None,
+    ) -> LexicalReport:
         """Apply a plan in batched transactions. Removed chunk ids leave `vectors` as they go.
 
         `paths` limits the pass to those files and folders (what the watcher saw change); missing
@@ -143,7 +150,7 @@ class Indexer:
         for start in range(0, max(len(work), 1), batch):
             with conn:
                 removed: list[int] = []
-                for action, item in work[start:start + batch]:
+                for action, item in work[start : start + batch]:
                     removed += self._apply(action, item, docs, scan, report)
                 self.store.derived.finish()
                 if start + batch >= len(work):
@@ -153,8 +160,14 @@ class Indexer:
             progress("lexical", min(start + batch, len(work)), len(work))
         return report
 
-    def _apply(self, action: str, item: str | tuple[str, str], docs: dict[str, Document], scan: ScanResult,
-               report: LexicalReport) -> list[int]:
+    def _apply(
+        self,
+        action: str,
+        item: str | tuple[str, str],
+        docs: dict[str, Document],
+        scan: ScanResult,
+        report: LexicalReport,
+    ) -> list[int]:
         store = self.store
         if isinstance(item, tuple):  # a rename: (old path, new path)
             old, new = item
@@ -165,8 +178,13 @@ class Indexer:
             return []
         if action == "write":
             doc = docs.pop(item)
-            chunks = chunk_lines(doc.lines, doc.body_start, self.count_many,
-                                 self.settings.index.chunk_tokens, self.settings.index.chunk_overlap)
+            chunks = chunk_lines(
+                doc.lines,
+                doc.body_start,
+                self.count_many,
+                self.settings.index.chunk_tokens,
+                self.settings.index.chunk_overlap,
+            )
             report.chunks_written += len(chunks)
             return store.upsert_file(doc, scan.files[item].mtime_ns, chunks)
         if action == "touch":

@@ -43,7 +43,8 @@ class WriterLock:
                     os.close(fd)
                     raise IndexLocked(
                         f"the index is being written by another Dory process (pid {holder}); "
-                        "wait for it to finish or stop it", pid=holder,
+                        "wait for it to finish or stop it",
+                        pid=holder,
                     ) from None
                 time.sleep(0.05)
         os.ftruncate(fd, 0)
@@ -66,8 +67,9 @@ class WriterLock:
             os.close(fd)
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)

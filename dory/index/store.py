@@ -130,8 +130,9 @@ class IndexStore:
         rows: dict[str, sqlite3.Row] = {}
         for root in scope:
             # "root/" <= path < "root0" selects everything below root ('0' follows '/' in ASCII).
-            for row in self.conn.execute(f"{select} WHERE path = ? OR (path >= ? AND path < ?)",
-                                         (root, root + "/", root + "0")):
+            for row in self.conn.execute(
+                f"{select} WHERE path = ? OR (path >= ? AND path < ?)", (root, root + "/", root + "0")
+            ):
                 rows[row["path"]] = row
         return list(rows.values())
 
@@ -154,15 +155,28 @@ class IndexStore:
         old = self.conn.execute("SELECT id FROM files WHERE path = ?", (doc.path,)).fetchone()
         removed = self.delete_file(doc.path) if old else []
         values = (
-            doc.path, doc.size, mtime_ns, doc.sha256, doc.title, _scalar(fm.get("type")),
-            _scalar(fm.get("status")), int(fm.get("canonical") is True), _scalar(fm.get("source_kind")),
-            json.dumps(frontmatter_list(fm.get("tags"))), json.dumps(frontmatter_list(fm.get("aliases"))),
-            doc_date(fm), json.dumps(fm, ensure_ascii=False), doc.frontmatter_error, len(doc.lines), now_iso(),
+            doc.path,
+            doc.size,
+            mtime_ns,
+            doc.sha256,
+            doc.title,
+            _scalar(fm.get("type")),
+            _scalar(fm.get("status")),
+            int(fm.get("canonical") is True),
+            _scalar(fm.get("source_kind")),
+            json.dumps(frontmatter_list(fm.get("tags"))),
+            json.dumps(frontmatter_list(fm.get("aliases"))),
+            doc_date(fm),
+            json.dumps(fm, ensure_ascii=False),
+            doc.frontmatter_error,
+            len(doc.lines),
+            now_iso(),
         )
         cursor = self.conn.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, title, doc_type, status, canonical, source_kind, "
             "tags, aliases, doc_date, frontmatter, frontmatter_error, line_count, indexed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values,
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            values,
         )
         file_id = int(cursor.lastrowid or 0)
         context_title = title_context(doc.title, fm, doc.path)
@@ -171,17 +185,25 @@ class IndexStore:
             chunk_id = self.conn.execute(
                 "INSERT INTO chunks(file_id, ordinal, start_line, end_line, heading_path, text, tokens, "
                 "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (file_id, chunk.ordinal, chunk.start_line, chunk.end_line, json.dumps(chunk.heading_path),
-                 chunk.text, chunk.tokens, content_hash(embed_text(context_title, chunk.heading_path, chunk.text))),
+                (
+                    file_id,
+                    chunk.ordinal,
+                    chunk.start_line,
+                    chunk.end_line,
+                    json.dumps(chunk.heading_path),
+                    chunk.text,
+                    chunk.tokens,
+                    content_hash(embed_text(context_title, chunk.heading_path, chunk.text)),
+                ),
             ).lastrowid
-            self._insert_fts(chunk_id, doc.title, aliases, " ".join(chunk.heading_path), path_words(doc.path),
-                             chunk.text)
+            self._insert_fts(
+                chunk_id, doc.title, aliases, " ".join(chunk.heading_path), path_words(doc.path), chunk.text
+            )
         self.conn.execute("DELETE FROM skipped WHERE path = ?", (doc.path,))
         self.derived.file_written(file_id, doc)
         return removed
 
-    def _insert_fts(self, chunk_id: int | None, title: str, aliases: str, headings: str, path: str,
-                    body: str) -> None:
+    def _insert_fts(self, chunk_id: int | None, title: str, aliases: str, headings: str, path: str, body: str) -> None:
         self.conn.execute(
             "INSERT INTO chunks_fts(rowid, title, aliases, headings, path, body) VALUES (?, ?, ?, ?, ?, ?)",
             (chunk_id, title, aliases, headings, path, body),
@@ -201,7 +223,7 @@ class IndexStore:
 
     def _delete_fts(self, ids: list[int]) -> None:
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
+            part = ids[start : start + 500]
             marks = ",".join("?" * len(part))
             self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
             if self.has_trigram:
@@ -214,8 +236,10 @@ class IndexStore:
         """Move a file's rows to a new path; chunk ids (and so vectors) stay, FTS path/title follow."""
         row = self.conn.execute("SELECT id, title FROM files WHERE path = ?", (old,)).fetchone()
         title = new_title if new_title is not None else row["title"]
-        self.conn.execute("UPDATE files SET path = ?, size = ?, mtime_ns = ?, title = ? WHERE id = ?",
-                          (new, size, mtime_ns, title, row["id"]))
+        self.conn.execute(
+            "UPDATE files SET path = ?, size = ?, mtime_ns = ?, title = ? WHERE id = ?",
+            (new, size, mtime_ns, title, row["id"]),
+        )
         self.conn.execute(
             "UPDATE chunks_fts SET path = ?, title = ? WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)",
             (path_words(new), title, row["id"]),

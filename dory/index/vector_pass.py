@@ -38,15 +38,20 @@ def rebuild_from_cache(store: IndexStore, vectors: VectorStore, fingerprint: str
     `repair`, chunks whose cached vector is gone go back to the pending queue (owner only)."""
     rows = store.conn.execute(
         "SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
-        "ON e.content_hash = c.content_hash AND e.fingerprint = ? WHERE c.has_vector = 1", (fingerprint,),
+        "ON e.content_hash = c.content_hash AND e.fingerprint = ? WHERE c.has_vector = 1",
+        (fingerprint,),
     ).fetchall()
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-    matrix = np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows]) if rows else \
-        np.empty((0, vectors.dims), dtype=np.float32)
+    matrix = (
+        np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows])
+        if rows
+        else np.empty((0, vectors.dims), dtype=np.float32)
+    )
     if repair:
         store.conn.execute(
             "UPDATE chunks SET has_vector = 0 WHERE has_vector = 1 AND content_hash NOT IN "
-            "(SELECT content_hash FROM embeddings WHERE fingerprint = ?)", (fingerprint,),
+            "(SELECT content_hash FROM embeddings WHERE fingerprint = ?)",
+            (fingerprint,),
         )
         store.conn.commit()
     vectors.rebuild(ids, matrix)
@@ -76,8 +81,9 @@ class EmbeddedBatch:
     fresh: list[str]  # hashes the model embedded (the others came from the cache)
 
 
-def embed_batch(store: IndexStore, embedder: Embedder, fingerprint: str, limit: int,
-                exclude: frozenset[int] = frozenset()) -> EmbeddedBatch | None:
+def embed_batch(
+    store: IndexStore, embedder: Embedder, fingerprint: str, limit: int, exclude: frozenset[int] = frozenset()
+) -> EmbeddedBatch | None:
     """Read up to `limit` pending chunks and embed those the cache does not know. Only reads."""
     rows = [row for row in _pending(store, limit + len(exclude)) if row[0] not in exclude][:limit]
     if not rows:
@@ -98,17 +104,20 @@ def store_batch(store: IndexStore, vectors: VectorStore, fingerprint: str, batch
             [(fingerprint, h, np.asarray(batch.vectors[h], dtype=np.float32).tobytes()) for h in batch.fresh],
         )
         done = [
-            (chunk_id, h) for chunk_id, h in batch.rows
-            if store.conn.execute("UPDATE chunks SET has_vector = 1 WHERE id = ? AND content_hash = ? "
-                                  "AND has_vector = 0", (chunk_id, h)).rowcount
+            (chunk_id, h)
+            for chunk_id, h in batch.rows
+            if store.conn.execute(
+                "UPDATE chunks SET has_vector = 1 WHERE id = ? AND content_hash = ? AND has_vector = 0", (chunk_id, h)
+            ).rowcount
         ]
     if done:
         vectors.add(np.array([d[0] for d in done], dtype=np.int64), np.stack([batch.vectors[d[1]] for d in done]))
     return len(done)
 
 
-def embed_pending(store: IndexStore, vectors: VectorStore, embedder: Embedder, fingerprint: str,
-                  faiss_path: Path, progress: Progress) -> tuple[int, int]:
+def embed_pending(
+    store: IndexStore, vectors: VectorStore, embedder: Embedder, fingerprint: str, faiss_path: Path, progress: Progress
+) -> tuple[int, int]:
     """Give every pending chunk a vector. Returns (chunks embedded by the model, reused from cache)."""
     total = pending_count(store)
     embedded = reused = batches = 0
@@ -135,7 +144,8 @@ def _pending(store: IndexStore, limit: int) -> list[tuple[int, str, str]]:
     rows = store.conn.execute(
         "SELECT c.id, c.content_hash, c.text, c.heading_path, f.title, f.frontmatter, f.path "
         # Newest first: what was just written is what people search for next.
-        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.has_vector = 0 ORDER BY c.id DESC LIMIT ?", (limit,),
+        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.has_vector = 0 ORDER BY c.id DESC LIMIT ?",
+        (limit,),
     ).fetchall()
     out = []
     for row in rows:

@@ -69,7 +69,8 @@ class VectorStore:
             invlists = faiss.extract_index_ivf(self.index).invlists
             parts = [
                 faiss.rev_swig_ptr(invlists.get_ids(i), invlists.list_size(i)).copy()
-                for i in range(invlists.nlist) if invlists.list_size(i)
+                for i in range(invlists.nlist)
+                if invlists.list_size(i)
             ]
             return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
         return faiss.vector_to_array(self.index.id_map).astype(np.int64)

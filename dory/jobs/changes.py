@@ -22,8 +22,13 @@ class _Pending:
 
 
 class ChangeQueue:
-    def __init__(self, debounce_s: float, max_delay_s: float, clock: Callable[[], float] = time.monotonic,
-                 on_add: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        debounce_s: float,
+        max_delay_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        on_add: Callable[[], None] | None = None,
+    ) -> None:
         self.debounce_s = debounce_s
         self.max_delay_s = max(max_delay_s, debounce_s)
         self.clock = clock

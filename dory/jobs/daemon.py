@@ -57,8 +57,9 @@ class Daemon:
         self.embedder = EmbedWorker(self.service, self.writer)
         self.writer.on_change = self.embedder.wake
         self.changes.on_add = self.writer.wake
-        self.watcher = CorpusWatcher(settings.corpus, IgnoreRules(settings.index.ignore), self.changes,
-                                     self.writer.request_reconcile)
+        self.watcher = CorpusWatcher(
+            settings.corpus, IgnoreRules(settings.index.ignore), self.changes, self.writer.request_reconcile
+        )
         self.started_at: str | None = None
         self.startup_done = threading.Event()
         self._stop = threading.Event()
@@ -93,9 +94,12 @@ class Daemon:
         self._state_thread.start()
         corpus = self.settings.corpus
         log.info("watching %s (pid %d); the index is in %s", corpus, os.getpid(), self.settings.state_dir)
-        log.info("edit or add any .md note there (e.g. %s), then in another terminal: "
-                 "dory --corpus %s search \"words from your note\"  (Ctrl-C stops the daemon)",
-                 corpus / "knowledge" / "welcome-to-dory.md", corpus)
+        log.info(
+            "edit or add any .md note there (e.g. %s), then in another terminal: "
+            'dory --corpus %s search "words from your note"  (Ctrl-C stops the daemon)',
+            corpus / "knowledge" / "welcome-to-dory.md",
+            corpus,
+        )
 
     def _take_lock(self) -> None:
         def waiting(holder: str) -> None:
@@ -108,8 +112,8 @@ class Daemon:
             status = daemon_status(self.settings)
             if status.running:
                 raise DaemonAlreadyRunning(
-                    f"a Dory daemon (pid {status.pid}) is already watching {self.settings.corpus}",
-                    pid=status.pid) from exc
+                    f"a Dory daemon (pid {status.pid}) is already watching {self.settings.corpus}", pid=status.pid
+                ) from exc
             raise
         self._lock = lock
 
@@ -143,6 +147,7 @@ class Daemon:
 
     def run_until_signalled(self) -> int:
         """The foreground life: SIGTERM / SIGINT finish the current batch and exit 0."""
+
         def request_stop(signum: int, frame: FrameType | None) -> None:
             log.info("received %s", signal.Signals(signum).name)
             self._stop.set()
@@ -159,8 +164,9 @@ class Daemon:
     def _start_scheduler(self) -> None:
         runner = self._runner
         assert runner is not None
-        scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, job_defaults=JOB_DEFAULTS,
-                                        timezone=local_zone())
+        scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(2)}, job_defaults=JOB_DEFAULTS, timezone=local_zone()
+        )
         for name in JOBS:
             schedule = runner.schedule(name)
             if schedule.enabled:
@@ -205,8 +211,7 @@ class Daemon:
     def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
         req = JobRunRequest.model_validate(args)
         assert self._runner is not None
-        run = self._runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run,
-                               fix=req.fix)
+        run = self._runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run, fix=req.fix)
         return run.model_dump()
 
     # -- the public record -------------------------------------------------------------------
@@ -217,12 +222,18 @@ class Daemon:
         embed_idle = not self.embedder.busy and (vectors_pending == 0 or not self.embedder.stats.enabled)
         errors = [e for e in (self.writer.stats.last_error, self.embedder.stats.last_error) if e]
         return {
-            "pid": os.getpid(), "corpus": str(self.settings.corpus), "socket": str(control.socket_path(self.settings)),
-            "started_at": self.started_at, "heartbeat_at": now_iso(),
+            "pid": os.getpid(),
+            "corpus": str(self.settings.corpus),
+            "socket": str(control.socket_path(self.settings)),
+            "started_at": self.started_at,
+            "heartbeat_at": now_iso(),
             "idle": self.startup_done.is_set() and writer_idle and embed_idle,
-            "pending_paths": pending_paths, "vectors_pending": vectors_pending,
-            "watcher": self.watcher.health.as_dict(), "writer": self.writer.stats.as_dict(),
-            "embedder": self.embedder.stats.as_dict(), "last_error": errors[0] if errors else None,
+            "pending_paths": pending_paths,
+            "vectors_pending": vectors_pending,
+            "watcher": self.watcher.health.as_dict(),
+            "writer": self.writer.stats.as_dict(),
+            "embedder": self.embedder.stats.as_dict(),
+            "last_error": errors[0] if errors else None,
         }
 
     def _vectors_pending(self) -> int:
@@ -247,8 +258,9 @@ def setup_logging(level: str, log_file: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler()]  # stderr: stdout stays clean
     if log_file:
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
-    logging.basicConfig(level=level.upper(), handlers=handlers, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level.upper(), handlers=handlers, force=True, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # Their debug output is one line per inotify event; keep it out of ours.
     for noisy in ("apscheduler", "watchdog"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -56,7 +56,7 @@ def cited(line: str) -> tuple[str, Source] | None:
     target = match["target"][1:]
     path, _, anchor = target.partition("#")
     number = int(anchor[1:]) if re.fullmatch(r"L\d+", anchor) else None
-    return line[2:match.start()].strip(), Source(unquote(path), match["label"], number)
+    return line[2 : match.start()].strip(), Source(unquote(path), match["label"], number)
 
 
 def sections_of(body: str) -> dict[str, list[str]]:

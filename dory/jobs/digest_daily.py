@@ -38,8 +38,8 @@ FOLDER = "digests/daily"
 SECTIONS = ("Sessions", "Decisions", "Work Done", "Open Loops and TODOs", "Important Values", "Follow-ups")
 PER_SESSION = 5  # decisions, open loops, follow-ups and values kept per session and section
 FOLLOW_UP = re.compile(
-    r"\b(?:follow[- ]up|tomorrow|next (?:time|week|session)|check back|remind me|get back to|revisit)\b",
-    re.IGNORECASE)
+    r"\b(?:follow[- ]up|tomorrow|next (?:time|week|session)|check back|remind me|get back to|revisit)\b", re.IGNORECASE
+)
 
 
 @dataclass
@@ -50,8 +50,10 @@ class DaySession:
 
     def label(self) -> str:
         """The session's line in Sessions, before its gist: title (agent · time span · turns)."""
-        return (f"**{one_line(self.session.title, 120)}** ({self.session.agent} · {_span(self.turns)} · "
-                f"{len(self.turns)} turns)")
+        return (
+            f"**{one_line(self.session.title, 120)}** ({self.session.agent} · {_span(self.turns)} · "
+            f"{len(self.turns)} turns)"
+        )
 
     def source(self, turn: int) -> Source:
         message = self.turns[turn]
@@ -146,8 +148,11 @@ def _extract_session(ds: DaySession, digest: Digest, per_session: int) -> None:
     decisions = extract.cued(said, extract.DECISION, per_session)
     later = [s for s in said if s.turn >= len(ds.turns) // 2]
     loops = [s for s in extract.cued(later, extract.PENDING, per_session) if s not in decisions]
-    followups = [s for s in said if (FOLLOW_UP.search(s.text) or extract.PLAN.search(s.text))
-                 and s not in decisions and s not in loops][-per_session:]
+    followups = [
+        s
+        for s in said
+        if (FOLLOW_UP.search(s.text) or extract.PLAN.search(s.text)) and s not in decisions and s not in loops
+    ][-per_session:]
     taken = {s.text for s in decisions + loops + followups + gist}
     work = extract.salient(said, per_session, exclude=taken)
     digest.decisions += [Bullet(one_line(s.attributed()), ds.source(s.turn)) for s in decisions]
@@ -199,24 +204,43 @@ def _values(ds: DaySession, limit: int) -> list[Bullet]:
             for value in found[kind]:
                 if value not in seen and len(out) < limit:
                     seen.add(value)
-                    out.append(Bullet(f"{labels.get(kind, 'path')}: `{value.replace('`', chr(39))}`",
-                                      ds.source(index)))
+                    out.append(Bullet(f"{labels.get(kind, 'path')}: `{value.replace('`', chr(39))}`", ds.source(index)))
     return out
 
 
 # -- the LLM contract -------------------------------------------------------------------------------
-_ITEMS = {"type": "array", "maxItems": 40, "items": {
-    "type": "object", "additionalProperties": False, "required": ["text", "source"],
-    "properties": {"text": {"type": "string", "maxLength": 600}, "source": {"type": "string", "maxLength": 20}}}}
+_ITEMS = {
+    "type": "array",
+    "maxItems": 40,
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["text", "source"],
+        "properties": {"text": {"type": "string", "maxLength": 600}, "source": {"type": "string", "maxLength": 20}},
+    },
+}
 SCHEMA = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["sessions", "decisions", "work_done", "open_loops", "follow_ups"],
     "properties": {
-        "sessions": {"type": "array", "maxItems": 40, "items": {
-            "type": "object", "additionalProperties": False, "required": ["session", "summary"],
-            "properties": {"session": {"type": "string", "maxLength": 300},
-                           "summary": {"type": "string", "maxLength": 600}}}},
-        "decisions": _ITEMS, "work_done": _ITEMS, "open_loops": _ITEMS, "follow_ups": _ITEMS,
+        "sessions": {
+            "type": "array",
+            "maxItems": 40,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["session", "summary"],
+                "properties": {
+                    "session": {"type": "string", "maxLength": 300},
+                    "summary": {"type": "string", "maxLength": 600},
+                },
+            },
+        },
+        "decisions": _ITEMS,
+        "work_done": _ITEMS,
+        "open_loops": _ITEMS,
+        "follow_ups": _ITEMS,
     },
 }
 PROMPT = (
@@ -256,8 +280,12 @@ def from_llm(day: Day, answers: list[tuple[dict[str, Any], set[str], set[str]]])
     where = {m.id: (ds, i) for ds in day.sessions for i, m in enumerate(ds.turns)}
     by_session = {ds.session.session_id: ds for ds in day.sessions}
     digest, dropped = Digest(), 0
-    keys = (("decisions", digest.decisions), ("work_done", digest.work), ("open_loops", digest.loops),
-            ("follow_ups", digest.followups))
+    keys = (
+        ("decisions", digest.decisions),
+        ("work_done", digest.work),
+        ("open_loops", digest.loops),
+        ("follow_ups", digest.followups),
+    )
     lines: dict[str, str] = {}
     for answer, ids, sessions in answers:
         for item in answer.get("sessions", []):
@@ -303,15 +331,20 @@ def with_llm(day: Day, settings: Settings, warnings: list[str]) -> tuple[Digest,
 # -- the page -----------------------------------------------------------------------------------------
 def render(day: Day, digest: Digest, method: str) -> bytes:
     meta = {
-        "title": f"Daily digest {day.date.isoformat()}", "type": "digest-daily", "status": "active",
-        "date": day.date.isoformat(), "method": method,
+        "title": f"Daily digest {day.date.isoformat()}",
+        "type": "digest-daily",
+        "status": "active",
+        "date": day.date.isoformat(),
+        "method": method,
         "sessions": [ds.session.session_id for ds in day.sessions],
         "agents": sorted({ds.session.agent for ds in day.sessions}),
         "source_paths": [ds.path for ds in day.sessions],
     }
     blocks = [f"# Daily digest {day.date.isoformat()}"]
-    blocks += [section(title, [b.render() for b in bullets])
-               for title, bullets in zip(SECTIONS, digest.sections(), strict=True)]
+    blocks += [
+        section(title, [b.render() for b in bullets])
+        for title, bullets in zip(SECTIONS, digest.sections(), strict=True)
+    ]
     return generated.render(meta, "\n\n".join(blocks), "daily-digest")
 
 
@@ -322,8 +355,12 @@ def run(ctx: JobContext) -> JobResult:
         ctx.index.index_paths([SESSIONS_ROOT])
     day = collect(ctx.settings, day_date, now)
     warnings = [f"skipped {item}" for item in day.skipped]
-    outputs: dict[str, Any] = {"sessions": len(day.sessions), "turns": sum(len(ds.turns) for ds in day.sessions),
-                               "waiting": len(day.waiting), "skipped": len(day.skipped)}
+    outputs: dict[str, Any] = {
+        "sessions": len(day.sessions),
+        "turns": sum(len(ds.turns) for ds in day.sessions),
+        "waiting": len(day.waiting),
+        "skipped": len(day.skipped),
+    }
     if not day.sessions:
         return JobResult(outputs={**outputs, "written": 0}, warnings=warnings, defer=_deferral(day, now))
     digest, method, counters = with_llm(day, ctx.settings, warnings)
@@ -332,8 +369,12 @@ def run(ctx: JobContext) -> JobResult:
     files.write(rel, render(day, digest, method))
     if files.written and not ctx.dry_run:
         ctx.index.index_paths([rel])
-    outputs.update(files.counts(), path=rel, method=method,
-                   bullets={t: len(b) for t, b in zip(SECTIONS, digest.sections(), strict=True)})
+    outputs.update(
+        files.counts(),
+        path=rel,
+        method=method,
+        bullets={t: len(b) for t, b in zip(SECTIONS, digest.sections(), strict=True)},
+    )
     if counters is not None:
         outputs["llm"] = counters
     return JobResult(outputs=outputs, warnings=warnings + files.warnings, defer=_deferral(day, now))

@@ -40,8 +40,9 @@ class DailyBullet:
         return Bullet(text or self.text, Source(path_for(self.day), self.day.isoformat(), self.line))
 
 
-def read_dailies(ctx: JobContext, days: list[dt.date]) -> tuple[list[tuple[dt.date, int]], list[DailyBullet],
-                                                               list[str]]:
+def read_dailies(
+    ctx: JobContext, days: list[dt.date]
+) -> tuple[list[tuple[dt.date, int]], list[DailyBullet], list[str]]:
     """(day, sessions) per daily digest found, their cited bullets, and read problems."""
     found, bullets, problems = [], [], []
     for day in days:
@@ -81,8 +82,10 @@ def themes(bullets: list[DailyBullet]) -> list[Bullet]:
                 first.setdefault(word, item)
     recurring = [w for w in days_of if len(days_of[w]) >= 2]
     recurring.sort(key=lambda w: (-len(days_of[w]), -counts[w], w))
-    return [first[w].bullet(f"**{w}**: {len(days_of[w])} days, {counts[w]} mentions; first: "
-                            f"{one_line(first[w].text, 160)}") for w in recurring[:THEMES]]
+    return [
+        first[w].bullet(f"**{w}**: {len(days_of[w])} days, {counts[w]} mentions; first: {one_line(first[w].text, 160)}")
+        for w in recurring[:THEMES]
+    ]
 
 
 def carried(bullets: list[DailyBullet]) -> list[Bullet]:
@@ -103,22 +106,29 @@ def projects(bullets: list[DailyBullet]) -> list[Bullet]:
     for item in bullets:
         for match in _PROJECT.finditer(item.text):
             seen.setdefault(match[1] or match[2], []).append(item)
-    return [items[0].bullet(f"`{name}`: {len({i.day for i in items})} days")
-            for name, items in sorted(seen.items())]
+    return [items[0].bullet(f"`{name}`: {len({i.day for i in items})} days") for name, items in sorted(seen.items())]
 
 
 def render(period: str, found: list[tuple[dt.date, int]], bullets: list[DailyBullet]) -> bytes:
-    days = [Bullet(f"{day.isoformat()} ({day.strftime('%A')}): {count} sessions",
-                   Source(path_for(day), day.isoformat())) for day, count in found]
+    days = [
+        Bullet(f"{day.isoformat()} ({day.strftime('%A')}): {count} sessions", Source(path_for(day), day.isoformat()))
+        for day, count in found
+    ]
     decisions: list[Bullet] = []
     for item in bullets:
         if item.section == "Decisions" and item.text.lower() not in {d.text.lower() for d in decisions}:
             decisions.append(item.bullet())
     parts = [days, themes(bullets), decisions, carried(bullets), projects(bullets)]
     first, last = week_days(period)[0], week_days(period)[-1]
-    meta = {"title": f"Weekly digest {period}", "type": "digest-weekly", "status": "active", "week": period,
-            "week_start": first.isoformat(), "week_end": last.isoformat(),
-            "source_digests": [path_for(day) for day, _ in found]}
+    meta = {
+        "title": f"Weekly digest {period}",
+        "type": "digest-weekly",
+        "status": "active",
+        "week": period,
+        "week_start": first.isoformat(),
+        "week_end": last.isoformat(),
+        "source_digests": [path_for(day) for day, _ in found],
+    }
     blocks = [f"# Weekly digest {period} ({first.isoformat()} – {last.isoformat()})"]
     blocks += [section(title, [b.render() for b in items]) for title, items in zip(SECTIONS, parts, strict=True)]
     return generated.render(meta, "\n\n".join(blocks), "weekly-digest")
@@ -140,4 +150,3 @@ def run(ctx: JobContext) -> JobResult:
         ctx.index.index_paths([rel])
     outputs.update(files.counts(), path=rel)
     return JobResult(outputs=outputs, warnings=warnings + files.warnings, defer=unfinished)
-

@@ -103,10 +103,15 @@ class Dream:
             self.stopped["not_grounded"] += 1
             return None
         kind, subject = found
-        write = MemoryWriteRequest(subject=subject, content=text[:2000], kind=kind,  # type: ignore[arg-type]
-                                   scope="decision" if kind == "decision" else None, agent=AGENT,
-                                   source=f"{source.path}#L{source.line}",
-                                   reason=f"from the daily digest {digest}")
+        write = MemoryWriteRequest(
+            subject=subject,
+            content=text[:2000],
+            kind=kind,  # type: ignore[arg-type]
+            scope="decision" if kind == "decision" else None,
+            agent=AGENT,
+            source=f"{source.path}#L{source.line}",
+            reason=f"from the daily digest {digest}",
+        )
         return Candidate(write, "digest")
 
     def _turn(self, rel: str, line: int) -> tuple[str, str] | None:
@@ -145,16 +150,22 @@ class Dream:
         except (ReadProblem, OSError):
             self.stopped["source_unreadable"] += 1
             return None
-        passage = [line.strip() for line in doc.lines[item.start_line - 1:item.end_line]]
+        passage = [line.strip() for line in doc.lines[item.start_line - 1 : item.end_line]]
         prose = [line.lstrip("-*> ").strip() for line in passage if line and not line.startswith(("#", "```"))]
         statement = " ".join(" ".join(prose).split())[:600]
         if not statement:
             self.stopped["not_grounded"] += 1
             return None
         samples = "; ".join(item.samples[:3])
-        write = MemoryWriteRequest(subject=doc.title[:300] or item.path, content=statement, kind="fact",
-                                   scope="concept", agent=AGENT, source=f"{item.path}#L{item.start_line}",
-                                   reason=f"recalled by {item.queries} distinct queries (e.g. {samples})")
+        write = MemoryWriteRequest(
+            subject=doc.title[:300] or item.path,
+            content=statement,
+            kind="fact",
+            scope="concept",
+            agent=AGENT,
+            source=f"{item.path}#L{item.start_line}",
+            reason=f"recalled by {item.queries} distinct queries (e.g. {samples})",
+        )
         return Candidate(write, "recall")
 
     # -- gates and proposals -----------------------------------------------------------------
@@ -217,8 +228,13 @@ def run(ctx: JobContext) -> JobResult:
         log.close()
         reader.close()
     outputs: dict[str, Any] = {
-        "digests_read": len(read), "candidates": len(from_digests) + len(from_recall),
-        "from_digests": len(from_digests), "from_recall": len(from_recall), "written": len(dream.created),
-        "existing": dream.existing, "stopped": dict(sorted(dream.stopped.items())), "proposals": dream.created[:50],
+        "digests_read": len(read),
+        "candidates": len(from_digests) + len(from_recall),
+        "from_digests": len(from_digests),
+        "from_recall": len(from_recall),
+        "written": len(dream.created),
+        "existing": dream.existing,
+        "stopped": dict(sorted(dream.stopped.items())),
+        "proposals": dream.created[:50],
     }
     return JobResult(outputs=outputs, warnings=dream.warnings)

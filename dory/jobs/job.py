@@ -43,5 +43,3 @@ class JobResult:
     # Set when part of the input was not ready (a session still being written): the run is
     # recorded as deferred and the daemon's heartbeat runs the period again later.
     defer: str | None = None
-
-

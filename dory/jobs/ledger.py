@@ -97,8 +97,9 @@ class JobLedger:
         """Start a run. Returns None when claimed, else why not (already done, running, gave up)."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            row = self.conn.execute("SELECT status, attempts, pid FROM runs WHERE job = ? AND period = ?",
-                                    (job, period)).fetchone()
+            row = self.conn.execute(
+                "SELECT status, attempts, pid FROM runs WHERE job = ? AND period = ?", (job, period)
+            ).fetchone()
             refusal = None if row is None else _refusal(row, force)
             if refusal is None:
                 self._open_row(job, period, trigger, row)
@@ -120,16 +121,25 @@ class JobLedger:
         )
 
     @_locked
-    def finish(self, job: str, period: str, status: str, outputs: dict[str, Any], warnings: list[str],
-               error: str | None = None) -> None:
+    def finish(
+        self, job: str, period: str, status: str, outputs: dict[str, Any], warnings: list[str], error: str | None = None
+    ) -> None:
         self.conn.execute(
             "UPDATE runs SET status = ?, ended = ?, outputs = ?, warnings = ?, error = ? WHERE job = ? AND period = ?",
-            (status, _now(), json.dumps(outputs, ensure_ascii=False, default=str),
-             json.dumps(warnings, ensure_ascii=False), error, job, period),
+            (
+                status,
+                _now(),
+                json.dumps(outputs, ensure_ascii=False, default=str),
+                json.dumps(warnings, ensure_ascii=False),
+                error,
+                job,
+                period,
+            ),
         )
         self.conn.execute(
             "DELETE FROM runs WHERE job = ? AND period NOT IN "
-            "(SELECT period FROM runs WHERE job = ? ORDER BY started DESC LIMIT ?)", (job, job, KEEP_ROWS_PER_JOB),
+            "(SELECT period FROM runs WHERE job = ? ORDER BY started DESC LIMIT ?)",
+            (job, job, KEEP_ROWS_PER_JOB),
         )
 
     @_locked
@@ -140,7 +150,8 @@ class JobLedger:
         for job, period in dead:
             self.conn.execute(
                 "UPDATE runs SET status = 'interrupted', ended = ?, error = ? WHERE job = ? AND period = ?",
-                (_now(), "the process running this job died", job, period))
+                (_now(), "the process running this job died", job, period),
+            )
         return len(dead)
 
     # -- reading -----------------------------------------------------------------------------
@@ -162,11 +173,11 @@ class JobLedger:
     @_locked
     def deferred(self, job: str, wait: dt.timedelta) -> list[str]:
         """Periods of `job` left deferred at least `wait` ago, oldest first."""
-        rows = self.conn.execute("SELECT period, ended FROM runs WHERE job = ? AND status = 'deferred' ORDER BY period",
-                                 (job,)).fetchall()
+        rows = self.conn.execute(
+            "SELECT period, ended FROM runs WHERE job = ? AND status = 'deferred' ORDER BY period", (job,)
+        ).fetchall()
         now = dt.datetime.now(dt.UTC)
-        return [row["period"] for row in rows
-                if row["ended"] and now - dt.datetime.fromisoformat(row["ended"]) >= wait]
+        return [row["period"] for row in rows if row["ended"] and now - dt.datetime.fromisoformat(row["ended"]) >= wait]
 
     # -- schedule checks ---------------------------------------------------------------------
     @_locked
@@ -178,7 +189,8 @@ class JobLedger:
     def set_checked_through(self, job: str, moment: dt.datetime) -> None:
         self.conn.execute(
             "INSERT INTO checks(job, checked_through) VALUES (?, ?) "
-            "ON CONFLICT(job) DO UPDATE SET checked_through = excluded.checked_through", (job, moment.isoformat()),
+            "ON CONFLICT(job) DO UPDATE SET checked_through = excluded.checked_through",
+            (job, moment.isoformat()),
         )
 
 

@@ -214,7 +214,7 @@ def _stale_compiled(svc: DoryService) -> list[str]:
         except ReadProblem:
             continue  # reported under skipped files
         updated = parse_day(doc.frontmatter.get("updated"))
-        latest = latest_timeline_date("\n".join(doc.lines[doc.body_start:]))
+        latest = latest_timeline_date("\n".join(doc.lines[doc.body_start :]))
         if updated is not None and latest is not None and updated.isoformat() < latest:
             items.append(f"{_code(path)}: compiled truth updated {updated}, latest timeline entry {latest}")
     return items
@@ -237,8 +237,11 @@ def _alias_collisions(registry: Registry) -> list[str]:
     for entity in registry.entities:
         for name, how in entity.names().items():
             pages.setdefault(name, {})[entity.path] = how
-    return [f"{_code(name)}: " + ", ".join(f"{_code(path)} ({how})" for path, how in sorted(found.items()))
-            for name, found in sorted(pages.items()) if len(found) > 1]
+    return [
+        f"{_code(name)}: " + ", ".join(f"{_code(path)} ({how})" for path, how in sorted(found.items()))
+        for name, found in sorted(pages.items())
+        if len(found) > 1
+    ]
 
 
 # -- fixes ---------------------------------------------------------------------------------------
@@ -249,8 +252,10 @@ def _fix_drift(ctx: JobContext, fixing: Fixing, differing: int) -> None:
         return
     done = ctx.index.reconcile()
     fixing.fixed += done.new + done.changed + done.renamed + done.deleted + done.touched
-    fixing.lines.append(f"reconciled the index: {done.new} new, {done.changed} changed, {done.renamed} renamed, "
-                        f"{done.deleted} deleted, {done.touched} touched")
+    fixing.lines.append(
+        f"reconciled the index: {done.new} new, {done.changed} changed, {done.renamed} renamed, "
+        f"{done.deleted} deleted, {done.touched} touched"
+    )
     fixing.warnings += done.warnings
 
 
@@ -294,8 +299,9 @@ def _plan_link_fixes(conn: sqlite3.Connection, broken: list[BrokenLink]) -> tupl
         if len(hits) > 1:
             refused.add(f"not fixed: {where} could mean " + ", ".join(_code(hit) for hit in hits))
         elif hits and (name := _link_name(table, link.source, hits[0])):
-            fixes.setdefault((link.source, link.line, link.target),
-                             LinkFix(link.source, link.line, link.target, hits[0], name))
+            fixes.setdefault(
+                (link.source, link.line, link.target), LinkFix(link.source, link.line, link.target, hits[0], name)
+            )
     return list(fixes.values()), sorted(refused)
 
 
@@ -318,8 +324,7 @@ def _link_name(table: graph.Names, source: str, note: str) -> str | None:
     return None
 
 
-def _rewrite(corpus: Path, source: str, indexed_sha: str,
-             group: list[LinkFix]) -> tuple[bytes, bytes, list[str]] | str:
+def _rewrite(corpus: Path, source: str, indexed_sha: str, group: list[LinkFix]) -> tuple[bytes, bytes, list[str]] | str:
     """(bytes read, bytes to write, one line per retargeted link), or why the note is left alone."""
     path = corpus / source
     if path.is_symlink():  # a swap would replace the link with a copy and leave its target as it was
@@ -345,8 +350,10 @@ def _rewrite(corpus: Path, source: str, indexed_sha: str,
             continue
         lines[index], count = _retarget(lines[index], masked[index], fix)
         if count:
-            done.append(f"{_code(f'{source}:{fix.line}')} {_code(f'[[{fix.target}]]')} → {_code(fix.note)} "
-                        f"(as {_code(f'[[{fix.name}]]')})")
+            done.append(
+                f"{_code(f'{source}:{fix.line}')} {_code(f'[[{fix.target}]]')} → {_code(fix.note)} "
+                f"(as {_code(f'[[{fix.name}]]')})"
+            )
     if not done:
         return "its broken links were not found on the lines the index recorded"
     bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
@@ -361,12 +368,12 @@ def _retarget(line: str, masked: str, fix: LinkFix) -> tuple[str, int]:
     pieces, last, count = [], 0, 0
     for match in pattern.finditer(line):
         close = line.find("]]", match.end())
-        if masked[match.start():match.start() + 2] != "[[" or close < 0:
+        if masked[match.start() : match.start() + 2] != "[[" or close < 0:
             continue  # inside a code span: text, not a link
-        pieces += [line[last:match.start()], "[[" + fix.name]
+        pieces += [line[last : match.start()], "[[" + fix.name]
         last = match.end()
-        if "|" not in line[match.end():close]:
-            pieces += [line[match.end():close], separator + fix.target]
+        if "|" not in line[match.end() : close]:
+            pieces += [line[match.end() : close], separator + fix.target]
             last = close
         count += 1
     return "".join(pieces) + line[last:], count

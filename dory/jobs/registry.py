@@ -96,8 +96,14 @@ def _reconcile(ctx: JobContext) -> JobResult:
     if ctx.dry_run:
         return JobResult(outputs={"dry_run": True})
     report = ctx.index.reconcile()
-    outputs = {"new": report.new, "changed": report.changed, "renamed": report.renamed,
-               "deleted": report.deleted, "touched": report.touched, "skipped": len(report.skipped)}
+    outputs = {
+        "new": report.new,
+        "changed": report.changed,
+        "renamed": report.renamed,
+        "deleted": report.deleted,
+        "touched": report.touched,
+        "skipped": len(report.skipped),
+    }
     return JobResult(outputs=outputs, warnings=list(report.warnings))
 
 
@@ -105,22 +111,60 @@ def _specs() -> dict[str, JobSpec]:
     from dory.jobs import digest_daily, digest_weekly, dreaming, maintenance, wiki
 
     specs = (
-        JobSpec("reconcile", "compare disk with the index and repair what the watcher missed",
-                "*/10 * * * *", _reconcile),
-        JobSpec("daily-digest", "yesterday's sessions → digests/daily/YYYY-MM-DD.md", "30 2 * * *",
-                digest_daily.run, catch_up="all", period_of=previous_day, daily_periods=True,
-                warn_if_empty=True, check_period=check_past_day),
-        JobSpec("weekly-digest", "last week's daily digests → digests/weekly/YYYY-Www.md", "0 3 * * 1",
-                digest_weekly.run, catch_up="all", period_of=previous_week, daily_periods=True,
-                warn_if_empty=True, check_period=check_week),
-        JobSpec("dream", "new digests and often-recalled pages → proposals in inbox/proposed/", "30 3 * * *",
-                dreaming.run, period_of=fire_day, daily_periods=True, warn_if_empty=True,
-                check_period=check_day),
-        JobSpec("maintain", "health report under inbox/maintenance/ (links, stale pages, drift)", "0 4 * * *",
-                maintenance.run, period_of=fire_day, daily_periods=True, check_period=check_day),
-        JobSpec("wiki-refresh", "compile wiki/ (family indexes, hot.md) from canonical pages", "off",
-                wiki.run, period_of=fire_day, daily_periods=True, after="dream",
-                check_period=check_day),
+        JobSpec(
+            "reconcile", "compare disk with the index and repair what the watcher missed", "*/10 * * * *", _reconcile
+        ),
+        JobSpec(
+            "daily-digest",
+            "yesterday's sessions → digests/daily/YYYY-MM-DD.md",
+            "30 2 * * *",
+            digest_daily.run,
+            catch_up="all",
+            period_of=previous_day,
+            daily_periods=True,
+            warn_if_empty=True,
+            check_period=check_past_day,
+        ),
+        JobSpec(
+            "weekly-digest",
+            "last week's daily digests → digests/weekly/YYYY-Www.md",
+            "0 3 * * 1",
+            digest_weekly.run,
+            catch_up="all",
+            period_of=previous_week,
+            daily_periods=True,
+            warn_if_empty=True,
+            check_period=check_week,
+        ),
+        JobSpec(
+            "dream",
+            "new digests and often-recalled pages → proposals in inbox/proposed/",
+            "30 3 * * *",
+            dreaming.run,
+            period_of=fire_day,
+            daily_periods=True,
+            warn_if_empty=True,
+            check_period=check_day,
+        ),
+        JobSpec(
+            "maintain",
+            "health report under inbox/maintenance/ (links, stale pages, drift)",
+            "0 4 * * *",
+            maintenance.run,
+            period_of=fire_day,
+            daily_periods=True,
+            check_period=check_day,
+        ),
+        JobSpec(
+            "wiki-refresh",
+            "compile wiki/ (family indexes, hot.md) from canonical pages",
+            "off",
+            wiki.run,
+            period_of=fire_day,
+            daily_periods=True,
+            after="dream",
+            check_period=check_day,
+        ),
     )
     return {spec.name: spec for spec in specs}
 

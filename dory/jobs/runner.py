@@ -37,8 +37,9 @@ def now_local() -> dt.datetime:
 
 
 class JobRunner:
-    def __init__(self, settings: Settings, ledger: JobLedger, index: IndexAccess,
-                 clock: Callable[[], dt.datetime] = now_local) -> None:
+    def __init__(
+        self, settings: Settings, ledger: JobLedger, index: IndexAccess, clock: Callable[[], dt.datetime] = now_local
+    ) -> None:
         self.settings = settings
         self.ledger = ledger
         self.index = index
@@ -61,16 +62,31 @@ class JobRunner:
         return spec.period_of(latest or now, schedule.has_seconds)
 
     # -- by hand -----------------------------------------------------------------------------
-    def run(self, name: str, period: str | None = None, trigger: str = "manual", force: bool = False,
-            dry_run: bool = False, fix: bool = False) -> JobRun:
+    def run(
+        self,
+        name: str,
+        period: str | None = None,
+        trigger: str = "manual",
+        force: bool = False,
+        dry_run: bool = False,
+        fix: bool = False,
+    ) -> JobRun:
         spec = get_job(name)
         period = period or self.current_period(name)
         validate_period(spec, period)
         force = force or fix  # a fix is asked for by hand, for a period that may be done already
         if dry_run:
             result, error = self._call(spec, period, dry_run=True, fix=fix)
-            return JobRun(job=name, period=period, status="failed" if error else "dry_run", trigger=trigger,
-                          outputs=result.outputs, warnings=result.warnings, error=error, reason=result.defer)
+            return JobRun(
+                job=name,
+                period=period,
+                status="failed" if error else "dry_run",
+                trigger=trigger,
+                outputs=result.outputs,
+                warnings=result.warnings,
+                error=error,
+                reason=result.defer,
+            )
         with self._locks[name]:
             refusal = self.ledger.claim(name, period, trigger, force)
             if refusal is not None:
@@ -124,8 +140,7 @@ class JobRunner:
             return []
         # A digest's first look covers the catch-up window: a new install digests its recent days.
         start = oldest if since is None else max(since, oldest)
-        fires = (schedule.first_fire_each_day(start, now) if spec.daily_periods
-                 else schedule.fire_times(start, now))
+        fires = schedule.first_fire_each_day(start, now) if spec.daily_periods else schedule.fire_times(start, now)
         if spec.catch_up == "latest":
             fires = fires[-1:]
         periods = list(dict.fromkeys(spec.period_of(fire, schedule.has_seconds) for fire in fires))
@@ -148,8 +163,12 @@ def job_run(row: dict[str, Any]) -> JobRun:
 
 def validate_period(spec: JobSpec, period: str) -> None:
     if not PERIOD_KEY.match(period):
-        raise UsageError(f"period {period!r} for job {spec.name} is not a date, week or time key "
-                         "(letters, digits, '-', ':' and 'T' only)", job=spec.name, period=period)
+        raise UsageError(
+            f"period {period!r} for job {spec.name} is not a date, week or time key "
+            "(letters, digits, '-', ':' and 'T' only)",
+            job=spec.name,
+            period=period,
+        )
     if spec.check_period is not None:
         spec.check_period(period)
 

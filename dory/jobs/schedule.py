@@ -81,8 +81,7 @@ class Schedule:
 
     def latest_at_or_before(self, moment: dt.datetime, max_days: float) -> dt.datetime | None:
         """The newest fire time <= moment, looking back at most max_days (cheap for fast schedules)."""
-        for span in (dt.timedelta(minutes=2), dt.timedelta(hours=2), dt.timedelta(days=2),
-                     dt.timedelta(days=max_days)):
+        for span in (dt.timedelta(minutes=2), dt.timedelta(hours=2), dt.timedelta(days=2), dt.timedelta(days=max_days)):
             fires = self.fire_times(moment - span, moment)
             if fires:
                 return fires[-1]
@@ -100,8 +99,9 @@ def parse_schedule(spec: str, job: str = "") -> Schedule:
     fields = text.split(" ")
     if len(fields) not in (5, 6):
         raise ConfigError(
-            f"jobs.{job}: {spec!r} is not a cron schedule (five fields, six with seconds first, or \"off\")",
-            job=job, schedule=spec,
+            f'jobs.{job}: {spec!r} is not a cron schedule (five fields, six with seconds first, or "off")',
+            job=job,
+            schedule=spec,
         )
     seconds = fields.pop(0) if len(fields) == 6 else "0"
     minute, hour, day, month, weekday = fields

@@ -49,12 +49,19 @@ def daemon_status(settings: Settings) -> DaemonStatus:
         return DaemonStatus(running=False, note=note)
     pid = state.get("pid")
     if holder is None or str(pid) != holder:
-        return DaemonStatus(running=False, pid=pid, note=(
-            f"a daemon (pid {pid}) stopped without cleaning up; its last heartbeat was "
-            f"{state.get('heartbeat_at')}; the next `dory ops watch` repairs whatever it left"
-        ))
+        return DaemonStatus(
+            running=False,
+            pid=pid,
+            note=(
+                f"a daemon (pid {pid}) stopped without cleaning up; its last heartbeat was "
+                f"{state.get('heartbeat_at')}; the next `dory ops watch` repairs whatever it left"
+            ),
+        )
     now = dt.datetime.now(dt.UTC)
     fields = {key: state[key] for key in DaemonStatus.model_fields if key in state}
-    fields.update(running=True, uptime_s=_age_s(state.get("started_at"), now),
-                  heartbeat_age_s=_age_s(state.get("heartbeat_at"), now))
+    fields.update(
+        running=True,
+        uptime_s=_age_s(state.get("started_at"), now),
+        heartbeat_age_s=_age_s(state.get("heartbeat_at"), now),
+    )
     return DaemonStatus(**fields)

@@ -70,8 +70,9 @@ class _OverflowSpy(logging.Handler):
 
 
 class CorpusWatcher:
-    def __init__(self, root: Path, rules: IgnoreRules, queue: ChangeQueue,
-                 request_reconcile: Callable[[str], None]) -> None:
+    def __init__(
+        self, root: Path, rules: IgnoreRules, queue: ChangeQueue, request_reconcile: Callable[[str], None]
+    ) -> None:
         self.root = root.resolve()
         self.rules = rules
         self.queue = queue
@@ -176,4 +177,3 @@ class CorpusWatcher:
         if not is_note(rel) or self.rules.ignores_path(rel, is_dir=False):
             return None
         return rel
-

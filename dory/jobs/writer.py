@@ -111,6 +111,7 @@ class IndexWriter:
 
     def owned(self, fn: Callable[[DoryService], T]) -> T:
         """Run a job's write (a proposal, a generated page) on the writer thread (IndexAccess for jobs)."""
+
         def task() -> T:
             result = fn(self.service)
             self.changed_outside()
@@ -158,8 +159,14 @@ class IndexWriter:
         self.stats.paths_applied += len(paths)
         self.stats.last_batch_at = now_iso()
         self._after_write(report)
-        log.debug("batch of %d paths: %d new, %d changed, %d renamed, %d deleted", len(paths), report.new,
-                  report.changed, report.renamed, report.deleted)
+        log.debug(
+            "batch of %d paths: %d new, %d changed, %d renamed, %d deleted",
+            len(paths),
+            report.new,
+            report.changed,
+            report.renamed,
+            report.deleted,
+        )
 
     def _after_write(self, report: ReindexResponse) -> None:
         changed = report.new + report.changed + report.renamed + report.deleted
@@ -226,7 +233,7 @@ class IndexWriter:
         """On stop: apply every path already seen, run queued tasks, persist FAISS."""
         paths = self.changes.take_all()
         for start in range(0, len(paths), self._batch_files):
-            self._apply(paths[start:start + self._batch_files])
+            self._apply(paths[start : start + self._batch_files])
         self._run_queued_tasks()
         self._save_faiss(force=True)
 
@@ -237,8 +244,9 @@ class IndexWriter:
             return
         started = time.monotonic()
         try:
-            vector_pass.finish(self.service.store, self.vectors, self.service.fingerprint(),
-                               self.service.settings.faiss_path)
+            vector_pass.finish(
+                self.service.store, self.vectors, self.service.fingerprint(), self.service.settings.faiss_path
+            )
         except Exception as exc:  # disk full, permissions: keep serving, say so, retry later
             self._error(f"saving the vector index failed: {exc}")
             return

@@ -156,15 +156,15 @@ class LlmClient:
             value = extract_json_object(content)
         except ValueError:
             if finish_reason == "length":
-                raise self._bad(name, f"was cut off at max_tokens={self.max_tokens} before its JSON ended",
-                                "truncated") from None
+                raise self._bad(
+                    name, f"was cut off at max_tokens={self.max_tokens} before its JSON ended", "truncated"
+                ) from None
             raise self._bad(name, f"did not answer with a JSON object: {_snippet(content)}", "not_json") from None
         problems = schema_errors(value, schema)
         if problems:
             where, what = problems[0]
             more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-            raise self._bad(name, f"answered JSON that breaks the schema: {where} {what}{more}", "schema",
-                            field=where)
+            raise self._bad(name, f"answered JSON that breaks the schema: {where} {what}{more}", "schema", field=where)
         return value
 
     # -- HTTP ------------------------------------------------------------------------------------
@@ -247,12 +247,23 @@ class LlmClient:
         return content or "", choice.get("finish_reason")
 
     def _unavailable(self, name: str, what: str, **details: Any) -> LlmUnavailable:
-        return LlmUnavailable(f"LLM endpoint {self.endpoint} (model {self.model!r}, task {name!r}) {what}",
-                              endpoint=self.endpoint, model=self.model, task=name, **details)
+        return LlmUnavailable(
+            f"LLM endpoint {self.endpoint} (model {self.model!r}, task {name!r}) {what}",
+            endpoint=self.endpoint,
+            model=self.model,
+            task=name,
+            **details,
+        )
 
     def _bad(self, name: str, what: str, reason: str, **details: Any) -> LlmBadOutput:
-        return LlmBadOutput(f"LLM model {self.model!r} (task {name!r}) {what}",
-                            endpoint=self.endpoint, model=self.model, task=name, reason=reason, **details)
+        return LlmBadOutput(
+            f"LLM model {self.model!r} (task {name!r}) {what}",
+            endpoint=self.endpoint,
+            model=self.model,
+            task=name,
+            reason=reason,
+            **details,
+        )
 
 
 def from_settings(settings: Settings) -> LlmClient | None:
@@ -265,18 +276,28 @@ def from_settings(settings: Settings) -> LlmClient | None:
     if missing:
         names = " and ".join(missing)
         envs = ", ".join(f"DORY_LLM_{key.upper()}" for key in missing)
-        raise ConfigError(f'[llm] backend = "openai" needs {names} (in dory.toml or {envs})',
-                          setting=f"llm.{missing[0]}")
+        raise ConfigError(
+            f'[llm] backend = "openai" needs {names} (in dory.toml or {envs})', setting=f"llm.{missing[0]}"
+        )
     assert llm.url is not None and llm.model is not None  # checked just above
-    return LlmClient(llm.url, llm.model, api_key=llm.api_key, timeout_s=llm.timeout_s, retries=llm.retries,
-                     temperature=llm.temperature, max_tokens=llm.max_tokens)
+    return LlmClient(
+        llm.url,
+        llm.model,
+        api_key=llm.api_key,
+        timeout_s=llm.timeout_s,
+        retries=llm.retries,
+        temperature=llm.temperature,
+        max_tokens=llm.max_tokens,
+    )
 
 
 def _system_prompt(system: str, schema: dict[str, Any]) -> str:
     # The schema goes into the prompt: json_object mode only promises JSON, not these fields, and
     # servers without response_format need to be told to answer in JSON at all.
-    return (f"{system.rstrip()}\n\nAnswer with one JSON object and nothing else. "
-            f"It must match this JSON schema:\n{json.dumps(schema, ensure_ascii=False)}")
+    return (
+        f"{system.rstrip()}\n\nAnswer with one JSON object and nothing else. "
+        f"It must match this JSON schema:\n{json.dumps(schema, ensure_ascii=False)}"
+    )
 
 
 def _transient(status: int) -> bool:

@@ -17,11 +17,26 @@ import re
 from typing import Any
 
 SUPPORTED_KEYWORDS = frozenset(
-    {"type", "properties", "required", "items", "enum", "maxLength", "maxItems", "additionalProperties",
-     "description", "title"}
+    {
+        "type",
+        "properties",
+        "required",
+        "items",
+        "enum",
+        "maxLength",
+        "maxItems",
+        "additionalProperties",
+        "description",
+        "title",
+    }
 )
 _TYPES: dict[str, type | tuple[type, ...]] = {
-    "object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool,
+    "object": dict,
+    "array": list,
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
     "null": type(None),
 }
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)

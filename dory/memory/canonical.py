@@ -67,16 +67,32 @@ TIMELINE_MARKER = "<!-- TIMELINE: append-only below this line -->"
 RULE = "---"
 
 _TEMPLATES: dict[str, tuple[str, ...]] = {
-    "person": ("Summary", "Current Facts", "Preferences And Working Style", "Goals And Priorities",
-               "Related Decisions And Projects"),
-    "project": ("Summary", "Current State", "Goals", "Open Work", "Key Decisions",
-                "Dependencies And Related Concepts"),
-    "concept": ("Summary", "Definition", "Key Claims", "Current Understanding",
-                "Related People Projects And Decisions", "Open Questions"),
-    "decision": ("Decision", "Status", "Context", "Rationale", "Alternatives Considered", "Consequences",
-                 "Related Projects And Concepts"),
-    "core:user": ("Summary", "Current Facts", "Preferences And Working Style", "Goals And Priorities",
-                  "Constraints"),
+    "person": (
+        "Summary",
+        "Current Facts",
+        "Preferences And Working Style",
+        "Goals And Priorities",
+        "Related Decisions And Projects",
+    ),
+    "project": ("Summary", "Current State", "Goals", "Open Work", "Key Decisions", "Dependencies And Related Concepts"),
+    "concept": (
+        "Summary",
+        "Definition",
+        "Key Claims",
+        "Current Understanding",
+        "Related People Projects And Decisions",
+        "Open Questions",
+    ),
+    "decision": (
+        "Decision",
+        "Status",
+        "Context",
+        "Rationale",
+        "Alternatives Considered",
+        "Consequences",
+        "Related Projects And Concepts",
+    ),
+    "core:user": ("Summary", "Current Facts", "Preferences And Working Style", "Goals And Priorities", "Constraints"),
     "core:identity": ("Agent Identity", "Role", "Channels And Surfaces", "Boundaries"),
     "core:soul": ("Voice", "Behavior Rules", "Banned Patterns", "Interaction Principles"),
     "core:env": ("Environment", "Machines And Paths", "Secrets And Auth Notes", "Services"),
@@ -86,8 +102,10 @@ _TEMPLATES: dict[str, tuple[str, ...]] = {
 }
 # (section for any kind not listed, {kind: section})
 _ROUTES: dict[str, tuple[str, dict[str, str]]] = {
-    "person": ("Current Facts", {"preference": "Preferences And Working Style",
-                                 "decision": "Related Decisions And Projects"}),
+    "person": (
+        "Current Facts",
+        {"preference": "Preferences And Working Style", "decision": "Related Decisions And Projects"},
+    ),
     "project": ("Current State", {"note": "Open Work", "decision": "Key Decisions", "preference": "Goals"}),
     "concept": ("Current Understanding", {"fact": "Key Claims", "note": "Open Questions"}),
     "decision": ("Decision", {"note": "Context", "preference": "Rationale"}),
@@ -179,7 +197,7 @@ def _fence_mask(lines: list[str]) -> list[bool]:
             closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
             end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), None)
             if end is not None:
-                mask[i:end + 1] = [True] * (end + 1 - i)
+                mask[i : end + 1] = [True] * (end + 1 - i)
                 i = end + 1
                 continue
         i += 1
@@ -256,7 +274,7 @@ def parse_page(body: str) -> Page:
     if marker is None:
         return page
     _drop_rule(page)
-    orphans, lower = _split_sections(lines[marker + 1:], mask[marker + 1:])
+    orphans, lower = _split_sections(lines[marker + 1 :], mask[marker + 1 :])
     page.timeline = [line for line in orphans if line.strip()]
     for name, content in lower:
         if _name_key(name) == "timeline":
@@ -295,8 +313,14 @@ def render_page(page: Page) -> str:
 
 
 def _copy(page: Page) -> Page:
-    return Page(list(page.preamble), [(n, list(c)) for n, c in page.sections], list(page.timeline),
-                list(page.evidence), [(n, list(c)) for n, c in page.below], page.has_marker)
+    return Page(
+        list(page.preamble),
+        [(n, list(c)) for n, c in page.sections],
+        list(page.timeline),
+        list(page.evidence),
+        [(n, list(c)) for n, c in page.below],
+        page.has_marker,
+    )
 
 
 def _adopt_lower_sections(page: Page) -> None:
@@ -320,7 +344,7 @@ def _with_template(sections: list[Section], names: tuple[str, ...]) -> list[Sect
         if _name_key(name) in present:
             continue
         earlier = {_name_key(n) for n in names[:i]}
-        later = {_name_key(n) for n in names[i + 1:]}
+        later = {_name_key(n) for n in names[i + 1 :]}
         start = max((j + 1 for j, (n, _) in enumerate(result) if _name_key(n) in earlier), default=0)
         pos = next((j for j in range(start, len(result)) if _name_key(result[j][0]) in later), len(result))
         result.insert(pos, (name, []))
@@ -452,8 +476,9 @@ def timeline_entry(date: str, text: str, path: str) -> str:
 def _append_timeline(lines: list[str], marker: int, entries: list[str]) -> list[str]:
     """Entries at the end of `## Timeline` below the marker (created right under the marker if absent)."""
     mask = _fence_mask(lines)
-    heading = next((i for i in range(marker + 1, len(lines))
-                    if not mask[i] and _name_key(_h2(lines[i]) or "") == "timeline"), None)
+    heading = next(
+        (i for i in range(marker + 1, len(lines)) if not mask[i] and _name_key(_h2(lines[i]) or "") == "timeline"), None
+    )
     if heading is None:
         heading = marker + 1
         while heading < len(lines) and not lines[heading].strip():
@@ -462,11 +487,10 @@ def _append_timeline(lines: list[str], marker: int, entries: list[str]) -> list[
         lines = [*lines[:heading], *gap, "## Timeline", *lines[heading:]]
         heading += len(gap)
         mask = _fence_mask(lines)
-    end = next((i for i in range(heading + 1, len(lines)) if not mask[i] and _h2(lines[i]) is not None),
-               len(lines))
+    end = next((i for i in range(heading + 1, len(lines)) if not mask[i] and _h2(lines[i]) is not None), len(lines))
     last = max((i for i in range(heading, end) if lines[i].strip()), default=heading)
     after = [""] if last + 1 < len(lines) and lines[last + 1].strip() else []
-    return [*lines[:last + 1], *entries, *after, *lines[last + 1:]]
+    return [*lines[: last + 1], *entries, *after, *lines[last + 1 :]]
 
 
 def _append_compiled(lines: list[str], marker: int, text: list[str]) -> list[str]:
@@ -480,7 +504,7 @@ def _append_compiled(lines: list[str], marker: int, text: list[str]) -> list[str
             last -= 1
     before = [""] if last >= 0 else []
     after = [""] if lines[last + 1].strip() else []
-    return [*lines[:last + 1], *before, *text, *after, *lines[last + 1:]]
+    return [*lines[: last + 1], *before, *text, *after, *lines[last + 1 :]]
 
 
 def append_text(body: str, text: str) -> str:

@@ -36,9 +36,17 @@ class ClaimEvent:
     path: str = ""  # the evidence artifact
 
     def frontmatter(self) -> dict[str, Any]:
-        return {"claim_id": self.claim_id, "entity": self.entity, "kind": self.kind, "event": self.event,
-                "statement": self.statement, "ends": list(self.ends), "reason": self.reason,
-                "agent": self.agent, "at": self.at}
+        return {
+            "claim_id": self.claim_id,
+            "entity": self.entity,
+            "kind": self.kind,
+            "event": self.event,
+            "statement": self.statement,
+            "ends": list(self.ends),
+            "reason": self.reason,
+            "agent": self.agent,
+            "at": self.at,
+        }
 
 
 @dataclass(frozen=True)
@@ -66,9 +74,16 @@ def parse_event(doc: Document) -> ClaimEvent | None:
         return None
     reason, agent = fm.get("reason"), fm.get("agent")
     return ClaimEvent(
-        claim_id=values["claim_id"], entity=values["entity"], kind=values["kind"], event=values["event"],
-        statement=values["statement"], at=values["at"], ends=tuple(frontmatter_list(fm.get("ends"))),
-        reason=str(reason) if reason else None, agent=str(agent) if agent else None, path=doc.path,
+        claim_id=values["claim_id"],
+        entity=values["entity"],
+        kind=values["kind"],
+        event=values["event"],
+        statement=values["statement"],
+        at=values["at"],
+        ends=tuple(frontmatter_list(fm.get("ends"))),
+        reason=str(reason) if reason else None,
+        agent=str(agent) if agent else None,
+        path=doc.path,
     )
 
 
@@ -80,8 +95,18 @@ def record_events(conn: sqlite3.Connection, file_id: int, doc: Document) -> set[
     conn.execute(
         "INSERT INTO claim_events(file_id, claim_id, entity, kind, event, statement, reason, agent, at, ends) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (file_id, event.claim_id, event.entity, event.kind, event.event, event.statement, event.reason,
-         event.agent, event.at, json.dumps(list(event.ends))),
+        (
+            file_id,
+            event.claim_id,
+            event.entity,
+            event.kind,
+            event.event,
+            event.statement,
+            event.reason,
+            event.agent,
+            event.at,
+            json.dumps(list(event.ends)),
+        ),
     )
     return {event.entity}
 
@@ -94,10 +119,24 @@ def events_for(conn: sqlite3.Connection, entity: str) -> list[ClaimEvent]:
     """An entity's events in the order they happened (ties broken by artifact path)."""
     rows = conn.execute(
         "SELECT e.*, f.path FROM claim_events e JOIN files f ON f.id = e.file_id WHERE e.entity = ? "
-        "ORDER BY e.at, f.path", (entity,))
-    return [ClaimEvent(claim_id=r["claim_id"], entity=r["entity"], kind=r["kind"], event=r["event"],
-                       statement=r["statement"], at=r["at"], ends=tuple(json.loads(r["ends"])),
-                       reason=r["reason"], agent=r["agent"], path=r["path"]) for r in rows]
+        "ORDER BY e.at, f.path",
+        (entity,),
+    )
+    return [
+        ClaimEvent(
+            claim_id=r["claim_id"],
+            entity=r["entity"],
+            kind=r["kind"],
+            event=r["event"],
+            statement=r["statement"],
+            at=r["at"],
+            ends=tuple(json.loads(r["ends"])),
+            reason=r["reason"],
+            agent=r["agent"],
+            path=r["path"],
+        )
+        for r in rows
+    ]
 
 
 def replay(events: list[ClaimEvent]) -> list[Claim]:
@@ -107,11 +146,21 @@ def replay(events: list[ClaimEvent]) -> list[Claim]:
         for claim_id in event.ends:
             old = claims.get(claim_id)
             if old is not None and old.status == "active":
-                claims[claim_id] = Claim(old.claim_id, old.entity, old.kind, old.statement, ended_status,
-                                         old.valid_from, event.at, event.claim_id, old.evidence)
+                claims[claim_id] = Claim(
+                    old.claim_id,
+                    old.entity,
+                    old.kind,
+                    old.statement,
+                    ended_status,
+                    old.valid_from,
+                    event.at,
+                    event.claim_id,
+                    old.evidence,
+                )
         if event.event in ("added", "replaced") and event.claim_id not in claims:
-            claims[event.claim_id] = Claim(event.claim_id, event.entity, event.kind, event.statement, "active",
-                                           event.at, None, None, event.path)
+            claims[event.claim_id] = Claim(
+                event.claim_id, event.entity, event.kind, event.statement, "active", event.at, None, None, event.path
+            )
     return list(claims.values())
 
 
@@ -122,8 +171,17 @@ def rebuild(conn: sqlite3.Connection, entities: list[str]) -> None:
             conn.execute(
                 "INSERT OR REPLACE INTO claims(claim_id, entity, kind, statement, status, valid_from, valid_to, "
                 "ended_by, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (claim.claim_id, claim.entity, claim.kind, claim.statement, claim.status, claim.valid_from,
-                 claim.valid_to, claim.ended_by, claim.evidence),
+                (
+                    claim.claim_id,
+                    claim.entity,
+                    claim.kind,
+                    claim.statement,
+                    claim.status,
+                    claim.valid_from,
+                    claim.valid_to,
+                    claim.ended_by,
+                    claim.evidence,
+                ),
             )
 
 
@@ -131,8 +189,20 @@ def claims_for(conn: sqlite3.Connection, entity: str, status: str | None = "acti
     sql = "SELECT * FROM claims WHERE entity = ?" + (" AND status = ?" if status else "")
     args: tuple[str, ...] = (entity, status) if status else (entity,)
     rows = conn.execute(sql + " ORDER BY valid_from, claim_id", args)
-    return [Claim(r["claim_id"], r["entity"], r["kind"], r["statement"], r["status"], r["valid_from"],
-                  r["valid_to"], r["ended_by"], r["evidence"]) for r in rows]
+    return [
+        Claim(
+            r["claim_id"],
+            r["entity"],
+            r["kind"],
+            r["statement"],
+            r["status"],
+            r["valid_from"],
+            r["valid_to"],
+            r["ended_by"],
+            r["evidence"],
+        )
+        for r in rows
+    ]
 
 
 def dump(conn: sqlite3.Connection) -> list[dict[str, Any]]:

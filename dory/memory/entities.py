@@ -25,8 +25,13 @@ _LAYOUT = (
     (re.compile(r"^decisions/(?:canonical/)?([^/]+)\.md$"), "decision"),
     (re.compile(r"^core/([^/]+)\.md$"), "core"),
 )
-FAMILY_FOLDERS = {"person": "people", "project": "projects", "concept": "concepts", "decision": "decisions",
-                  "core": "core"}
+FAMILY_FOLDERS = {
+    "person": "people",
+    "project": "projects",
+    "concept": "concepts",
+    "decision": "decisions",
+    "core": "core",
+}
 _RETIRED = ("superseded", "retired", "tombstoned")
 
 
@@ -107,15 +112,24 @@ class Registry:
         rows = conn.execute(
             "SELECT path, title, aliases, status, frontmatter FROM files WHERE path GLOB 'people/*' "
             "OR path GLOB 'projects/*/state.md' OR path GLOB 'concepts/*' OR path GLOB 'decisions/*' "
-            "OR path GLOB 'core/*'")
+            "OR path GLOB 'core/*'"
+        )
         entities: list[Entity] = []
         for row in rows:
             place = layout_family(row["path"])
             if place is None or is_retired(row["path"], row["status"], json.loads(row["frontmatter"] or "{}")):
                 continue
             family, slug = place
-            entities.append(Entity(f"{family}:{slug}", family, slug, row["path"], row["title"],
-                                   tuple(json.loads(row["aliases"] or "[]"))))
+            entities.append(
+                Entity(
+                    f"{family}:{slug}",
+                    family,
+                    slug,
+                    row["path"],
+                    row["title"],
+                    tuple(json.loads(row["aliases"] or "[]")),
+                )
+            )
         return cls(entities)
 
     def resolve(self, subject: str, families: tuple[str, ...] = FAMILIES) -> Resolution:

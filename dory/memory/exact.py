@@ -94,7 +94,8 @@ class ExactWriter:
         given_fm, text = _given(rel, req)
         body = canonical.append_text(_body(doc), text)
         only_timeline = canonical.TIMELINE_MARKER in body and all(
-            _DATED_BULLET.match(line) for line in text.splitlines() if line.strip())
+            _DATED_BULLET.match(line) for line in text.splitlines() if line.strip()
+        )
         updates = {} if only_timeline else {"updated": frontmatter.today()}
         data = self._with_frontmatter(doc, given_fm, updates, body)
         return self._single(rel, "appended", doc.sha256, data, req)
@@ -105,9 +106,12 @@ class ExactWriter:
         data = read_bytes(self.root, rel, self.settings.index.max_file_bytes)
         # The hash decides first: a file caught half-saved by an editor is a conflict, not an error.
         if sha256_of(data) != req.expected_hash:
-            raise WriteConflict(f"{rel} changed since it was read: expected {req.expected_hash}, found "
-                                f"{sha256_of(data)}", path=rel, current_hash=sha256_of(data),
-                                expected_hash=req.expected_hash)
+            raise WriteConflict(
+                f"{rel} changed since it was read: expected {req.expected_hash}, found {sha256_of(data)}",
+                path=rel,
+                current_hash=sha256_of(data),
+                expected_hash=req.expected_hash,
+            )
         doc = self._editable(rel, data)
         given_fm, body = _given(rel, req)
         body = "\n" + body.strip("\n") if doc.body_start else body
@@ -121,15 +125,20 @@ class ExactWriter:
             raise NotFound(f"no such file in the corpus: {rel}", path=rel)
         doc = self._editable(rel)
         if req.expected_hash and doc.sha256 != req.expected_hash:
-            raise WriteConflict(f"{rel} changed since it was read", path=rel, current_hash=doc.sha256,
-                                expected_hash=req.expected_hash)
+            raise WriteConflict(
+                f"{rel} changed since it was read", path=rel, current_hash=doc.sha256, expected_hash=req.expected_hash
+            )
         if doc.frontmatter.get("status") == "superseded" or doc.frontmatter.get("superseded_by"):
             raise WriteConflict(f"{rel} is already forgotten (superseded)", path=rel, current_hash=doc.sha256)
         stone_rel = tombstone_path(rel)
         if (self.root / stone_rel).exists():
             raise AlreadyExists(f"{stone_rel} already exists", path=stone_rel)
-        updates = {"status": "superseded", "canonical": False, "superseded_by": PurePosixPath(stone_rel).name,
-                   "updated": frontmatter.today()}
+        updates = {
+            "status": "superseded",
+            "canonical": False,
+            "superseded_by": PurePosixPath(stone_rel).name,
+            "updated": frontmatter.today(),
+        }
         page = self._with_frontmatter(doc, None, updates, _body(doc), force_block=True)
         stone = tombstone(doc, rel, req.reason.strip(), req.agent)
         plan = self._single(rel, "forgotten", doc.sha256, page, req)
@@ -139,17 +148,23 @@ class ExactWriter:
         return plan
 
     def _quarantine(self, rel: str, req: WriteRequest, problem: safety.Problem) -> WritePlan:
-        extra = {"original_target": rel, "original_kind": req.kind, "agent": req.agent,
-                 "original_frontmatter": req.frontmatter}
-        return plan_quarantine(self.settings.corpus, rel, req.content, f"{problem.code}: {problem.message}",
-                               extra, req.dry_run)
+        extra = {
+            "original_target": rel,
+            "original_kind": req.kind,
+            "agent": req.agent,
+            "original_frontmatter": req.frontmatter,
+        }
+        return plan_quarantine(
+            self.settings.corpus, rel, req.content, f"{problem.code}: {problem.message}", extra, req.dry_run
+        )
 
     # -- helpers -----------------------------------------------------------------------------
     def _editable(self, rel: str, data: bytes | None = None) -> Document:
         return read_editable(self.root, rel, self.settings.index.max_file_bytes, data)
 
-    def _with_frontmatter(self, doc: Document, given: dict[str, Any] | None, updates: dict[str, Any], body: str,
-                          force_block: bool = False) -> bytes:
+    def _with_frontmatter(
+        self, doc: Document, given: dict[str, Any] | None, updates: dict[str, Any], body: str, force_block: bool = False
+    ) -> bytes:
         """The note with `body`: the caller's frontmatter merged and normalised when given, else
         the existing block edited in place."""
         if given:
@@ -165,8 +180,14 @@ class ExactWriter:
 
     def _single(self, rel: str, action: str, previous: str | None, data: bytes, req: WriteRequest) -> WritePlan:
         response = WriteResponse(
-            path=rel, action=action, dry_run=req.dry_run, hash=sha256_of(data), previous_hash=previous,
-            bytes=len(data), files=[rel], preview=data.decode("utf-8") if req.dry_run else None,
+            path=rel,
+            action=action,
+            dry_run=req.dry_run,
+            hash=sha256_of(data),
+            previous_hash=previous,
+            bytes=len(data),
+            files=[rel],
+            preview=data.decode("utf-8") if req.dry_run else None,
         )
         return WritePlan(response, [FileChange(rel, previous, data)])
 
@@ -176,8 +197,9 @@ def read_bytes(root: Path, rel: str, max_bytes: int) -> bytes:
     path = root / rel
     try:
         if path.stat().st_size > max_bytes:
-            raise UnreadableFile(f"{rel} is over the {max_bytes}-byte cap; edit it in an editor", path=rel,
-                                 reason="too_large")
+            raise UnreadableFile(
+                f"{rel} is over the {max_bytes}-byte cap; edit it in an editor", path=rel, reason="too_large"
+            )
         return path.read_bytes()
     except FileNotFoundError as exc:
         raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
@@ -187,33 +209,55 @@ def read_note(root: Path, rel: str, max_bytes: int, data: bytes | None = None) -
     try:
         return parse_document(rel, read_bytes(root, rel, max_bytes) if data is None else data)
     except ReadProblem as problem:
-        raise UnreadableFile(f"{rel}: {problem.detail}; fix or replace it in an editor", path=rel,
-                             reason=problem.reason) from problem
+        raise UnreadableFile(
+            f"{rel}: {problem.detail}; fix or replace it in an editor", path=rel, reason=problem.reason
+        ) from problem
 
 
 def read_editable(root: Path, rel: str, max_bytes: int, data: bytes | None = None) -> Document:
     """A note Dory may rewrite: readable, and with frontmatter it could parse (else it is never touched)."""
     doc = read_note(root, rel, max_bytes, data)
     if doc.frontmatter_error:
-        raise BrokenFrontmatter(f"{rel} has broken frontmatter ({doc.frontmatter_error}); Dory does not "
-                                "rewrite it: fix it in an editor first", path=rel, current_hash=doc.sha256)
+        raise BrokenFrontmatter(
+            f"{rel} has broken frontmatter ({doc.frontmatter_error}); Dory does not "
+            "rewrite it: fix it in an editor first",
+            path=rel,
+            current_hash=doc.sha256,
+        )
     return doc
 
 
-def plan_quarantine(root: Path, label: str, content: str, reason: str, extra: dict[str, Any],
-                    dry_run: bool) -> WritePlan:
+def plan_quarantine(
+    root: Path, label: str, content: str, reason: str, extra: dict[str, Any], dry_run: bool
+) -> WritePlan:
     """Keep unsafe or unplaceable content for a person under inbox/quarantine/ (never indexed, never
     served to agents). The same content for the same target is one file, however often it comes."""
     digest = sha256_of(f"{label}\n{content}".encode("utf-8", "surrogatepass")).removeprefix("sha256:")[:12]
     target = f"{QUARANTINE_DIR}/{slugify(label.removesuffix('.md')) or 'note'}-{digest}.md"
-    fm = {"title": f"Quarantine: {label}", "type": "capture", "status": "raw", "canonical": False,
-          "source_kind": "generated", "quarantined_at": frontmatter.today(), "quarantine_reason": reason}
+    fm = {
+        "title": f"Quarantine: {label}",
+        "type": "capture",
+        "status": "raw",
+        "canonical": False,
+        "source_kind": "generated",
+        "quarantined_at": frontmatter.today(),
+        "quarantine_reason": reason,
+    }
     fm |= {key: value for key, value in extra.items() if value}
     data = frontmatter.render(fm, _fenced(content))
-    plan = WritePlan(WriteResponse(
-        path=target, action="quarantined", dry_run=dry_run, hash=sha256_of(data), bytes=len(data), files=[target],
-        reason=reason, quarantine=target, preview=data.decode() if dry_run else None,
-    ))
+    plan = WritePlan(
+        WriteResponse(
+            path=target,
+            action="quarantined",
+            dry_run=dry_run,
+            hash=sha256_of(data),
+            bytes=len(data),
+            files=[target],
+            reason=reason,
+            quarantine=target,
+            preview=data.decode() if dry_run else None,
+        )
+    )
     if not (root / target).exists():
         plan.changes.append(FileChange(target, None, data))
     return plan
@@ -224,9 +268,17 @@ def tombstone_path(rel: str) -> str:
 
 
 def tombstone(doc: Document, rel: str, reason: str, agent: str | None) -> bytes:
-    fm = {"title": f"Tombstone for {doc.title}", "type": frontmatter.type_for_path(rel), "status": "superseded",
-          "canonical": False, "source_kind": "generated", "forgotten_path": rel, "forgotten_hash": doc.sha256,
-          "reason": reason, "created": frontmatter.today()}
+    fm = {
+        "title": f"Tombstone for {doc.title}",
+        "type": frontmatter.type_for_path(rel),
+        "status": "superseded",
+        "canonical": False,
+        "source_kind": "generated",
+        "forgotten_path": rel,
+        "forgotten_hash": doc.sha256,
+        "reason": reason,
+        "created": frontmatter.today(),
+    }
     if agent:
         fm["agent"] = agent
     return frontmatter.render(fm, f"# Tombstone for {doc.title}\n\n{reason}")
@@ -241,7 +293,7 @@ def set_fields(doc: Document, updates: dict[str, Any], body: str) -> bytes:
     """The note with `updates` made to its frontmatter block line by line (every other line, comment
     and key order as it was) followed by `body` as given (in the note's line endings)."""
     nl = newline_of(doc)
-    block = doc.lines[1:doc.body_start - 1] if doc.body_start else []  # no block yet: one is added
+    block = doc.lines[1 : doc.body_start - 1] if doc.body_start else []  # no block yet: one is added
     for key, value in updates.items():
         line = frontmatter.render({key: value}, "").decode().split("\n")[1]
         start = next((i for i, text in enumerate(block) if (m := _TOP_KEY.match(text)) and m.group(1) == key), None)
@@ -267,13 +319,13 @@ def _given(rel: str, req: WriteRequest) -> tuple[dict[str, Any], str]:
         if doc.frontmatter_error:
             raise InvalidFrontmatter(f"the frontmatter in the content is broken: {doc.frontmatter_error}")
         if doc.body_start:
-            fm, body = doc.frontmatter, "\n".join(doc.lines[doc.body_start:])
+            fm, body = doc.frontmatter, "\n".join(doc.lines[doc.body_start :])
     return fm | (req.frontmatter or {}), body
 
 
 def _body(doc: Document) -> str:
     """The note after its frontmatter, blank lines and line endings as they are."""
-    return newline_of(doc).join(doc.lines[doc.body_start:])
+    return newline_of(doc).join(doc.lines[doc.body_start :])
 
 
 def _heading(body: str) -> str | None:

@@ -19,23 +19,77 @@ from dory.corpus.document import frontmatter_list
 from dory.errors import InvalidFrontmatter
 from dory.memory.entities import layout_family
 
-TYPES = ("core", "person", "project", "concept", "decision", "note", "knowledge", "idea", "reference", "report",
-         "briefing", "capture", "source", "session", "daily", "weekly", "digest-daily", "digest-weekly", "wiki")
+TYPES = (
+    "core",
+    "person",
+    "project",
+    "concept",
+    "decision",
+    "note",
+    "knowledge",
+    "idea",
+    "reference",
+    "report",
+    "briefing",
+    "capture",
+    "source",
+    "session",
+    "daily",
+    "weekly",
+    "digest-daily",
+    "digest-weekly",
+    "wiki",
+)
 TYPE_SYNONYMS = {
-    "action-item": "capture", "draft": "capture", "inbox": "capture", "task": "capture", "todo": "capture",
-    "analysis": "report", "strategy": "report", "daily-log": "daily", "digest": "digest-daily",
-    "preference": "knowledge", "tool": "knowledge", "link": "reference", "resource": "reference",
-    "product": "project", "session-log": "session", "people": "person",
+    "action-item": "capture",
+    "draft": "capture",
+    "inbox": "capture",
+    "task": "capture",
+    "todo": "capture",
+    "analysis": "report",
+    "strategy": "report",
+    "daily-log": "daily",
+    "digest": "digest-daily",
+    "preference": "knowledge",
+    "tool": "knowledge",
+    "link": "reference",
+    "resource": "reference",
+    "product": "project",
+    "session-log": "session",
+    "people": "person",
 }
 STATUSES = ("active", "pending", "paused", "done", "raw", "superseded")
 STATUS_SYNONYMS = {
-    "abandoned": "superseded", "archived": "superseded", "archive": "superseded", "retired": "superseded",
-    "backlog": "pending", "draft": "pending", "planning": "pending", "idea": "pending",
-    "complete": "done", "completed": "done", "deployed": "done", "in-progress": "active", "wip": "active",
-    "inbox": "raw", "parked": "paused", "someday": "paused",
+    "abandoned": "superseded",
+    "archived": "superseded",
+    "archive": "superseded",
+    "retired": "superseded",
+    "backlog": "pending",
+    "draft": "pending",
+    "planning": "pending",
+    "idea": "pending",
+    "complete": "done",
+    "completed": "done",
+    "deployed": "done",
+    "in-progress": "active",
+    "wip": "active",
+    "inbox": "raw",
+    "parked": "paused",
+    "someday": "paused",
 }
-SOURCE_KINDS = ("canonical", "distilled", "extracted", "generated", "human", "imported", "legacy",
-                "recall-promotion", "research", "semantic", "web")
+SOURCE_KINDS = (
+    "canonical",
+    "distilled",
+    "extracted",
+    "generated",
+    "human",
+    "imported",
+    "legacy",
+    "recall-promotion",
+    "research",
+    "semantic",
+    "web",
+)
 VISIBILITY = ("private", "internal", "public")
 SENSITIVITY = ("personal", "financial", "legal", "contact", "credentials", "health", "none")
 DATE_FIELDS = ("created", "updated", "date")
@@ -43,14 +97,33 @@ FIRST_KEYS = ("title", "type", "status", "canonical", "source_kind")
 CANONICAL_TYPES = ("core", "person", "project", "concept", "decision")
 # Where notes of each type live when nothing says otherwise (longest prefix wins).
 _PLACES = (
-    ("logs/sessions/", "session"), ("logs/daily/", "daily"), ("logs/weekly/", "weekly"),
-    ("digests/daily/", "digest-daily"), ("digests/weekly/", "digest-weekly"), ("knowledge/", "knowledge"),
-    ("ideas/", "idea"), ("references/reports/", "report"), ("references/briefings/", "briefing"),
-    ("references/", "reference"), ("inbox/", "capture"), ("sources/", "source"), ("wiki/", "wiki"),
+    ("logs/sessions/", "session"),
+    ("logs/daily/", "daily"),
+    ("logs/weekly/", "weekly"),
+    ("digests/daily/", "digest-daily"),
+    ("digests/weekly/", "digest-weekly"),
+    ("knowledge/", "knowledge"),
+    ("ideas/", "idea"),
+    ("references/reports/", "report"),
+    ("references/briefings/", "briefing"),
+    ("references/", "reference"),
+    ("inbox/", "capture"),
+    ("sources/", "source"),
+    ("wiki/", "wiki"),
 )
-_DEFAULT_STATUS = {"capture": "raw", "session": "raw", "idea": "pending", "daily": "done", "weekly": "done",
-                   "digest-daily": "done", "digest-weekly": "done", "reference": "done", "report": "done",
-                   "briefing": "done", "source": "done"}
+_DEFAULT_STATUS = {
+    "capture": "raw",
+    "session": "raw",
+    "idea": "pending",
+    "daily": "done",
+    "weekly": "done",
+    "digest-daily": "done",
+    "digest-weekly": "done",
+    "reference": "done",
+    "report": "done",
+    "briefing": "done",
+    "source": "done",
+}
 
 
 def today() -> str:
@@ -73,10 +146,12 @@ def normalise(fm: dict[str, Any], path: str, title_hint: str | None = None) -> d
     out["title"] = _title(out.get("title"), title_hint, path)
     out["type"] = _choose(out.get("type"), "type", TYPES, TYPE_SYNONYMS) or type_for_path(path)
     out["status"] = _choose(out.get("status"), "status", STATUSES, STATUS_SYNONYMS) or _DEFAULT_STATUS.get(
-        out["type"], "active")
+        out["type"], "active"
+    )
     out["canonical"] = _bool(out.get("canonical"), "canonical", _canonical_default(out["type"], path))
     out["source_kind"] = _choose(out.get("source_kind"), "source_kind", SOURCE_KINDS, {}) or (
-        "canonical" if out["canonical"] else "human")
+        "canonical" if out["canonical"] else "human"
+    )
     for key, allowed in (("visibility", VISIBILITY), ("sensitivity", SENSITIVITY)):
         if out.get(key) is not None:
             out[key] = _choose(out[key], key, allowed, {})

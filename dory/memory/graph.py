@@ -46,11 +46,17 @@ def index_links(conn: sqlite3.Connection, file_id: int, doc: Document) -> None:
     conn.execute("DELETE FROM links WHERE file_id = ?", (file_id,))  # normally gone already (cascade)
     conn.execute("DELETE FROM link_names WHERE file_id = ?", (file_id,))
     masked = links.code_masked(doc.lines, doc.body_start)
-    conn.executemany(_INSERT, [(file_id, link.kind, link.target, link.key, link.heading, link.label, link.line)
-                               for link in links.find_links(masked)])
+    conn.executemany(
+        _INSERT,
+        [
+            (file_id, link.kind, link.target, link.key, link.heading, link.label, link.line)
+            for link in links.find_links(masked)
+        ],
+    )
     names = links.note_names(doc.path, frontmatter_list(doc.frontmatter.get("aliases")))
-    conn.executemany("INSERT INTO link_names(file_id, name, kind) VALUES (?, ?, ?)",
-                     [(file_id, name, kind) for name, kind in names])
+    conn.executemany(
+        "INSERT INTO link_names(file_id, name, kind) VALUES (?, ?, ?)", [(file_id, name, kind) for name, kind in names]
+    )
     _write_mentions(conn, file_id, doc.path, masked, _matcher(conn))
 
 
@@ -62,12 +68,14 @@ def rename_note(conn: sqlite3.Connection, old: str, new: str) -> None:
         return
     conn.execute("DELETE FROM link_names WHERE file_id = ? AND kind IN ('path', 'stem')", (row[0],))
     names = [(name, kind) for name, kind in links.note_names(new, []) if kind != "alias"]
-    conn.executemany("INSERT INTO link_names(file_id, name, kind) VALUES (?, ?, ?)",
-                     [(row[0], name, kind) for name, kind in names])
+    conn.executemany(
+        "INSERT INTO link_names(file_id, name, kind) VALUES (?, ?, ?)", [(row[0], name, kind) for name, kind in names]
+    )
 
 
-def _write_mentions(conn: sqlite3.Connection, file_id: int, path: str, masked: list[str],
-                    matcher: links.MentionMatcher) -> None:
+def _write_mentions(
+    conn: sqlite3.Connection, file_id: int, path: str, masked: list[str], matcher: links.MentionMatcher
+) -> None:
     """One row per entity a note mentions, at its first mention (the graph needs one edge)."""
     first: dict[str, links.Mention] = {}
     for mention in matcher.find(masked, own_path=path):
@@ -117,8 +125,12 @@ def _files_mentioning(conn: sqlite3.Connection, targets: set[str]) -> set[int]:
     found: set[int] = set()
     for part in _parts(sorted(targets)):
         marks = ",".join("?" * len(part))
-        found |= {row[0] for row in conn.execute(
-            f"SELECT DISTINCT file_id FROM links WHERE target_key IN ({marks}) AND kind = 'mention'", part)}
+        found |= {
+            row[0]
+            for row in conn.execute(
+                f"SELECT DISTINCT file_id FROM links WHERE target_key IN ({marks}) AND kind = 'mention'", part
+            )
+        }
     return found
 
 
@@ -143,10 +155,15 @@ def _files_naming(conn: sqlite3.Connection, names: list[str], spellings: dict[st
     phrases = sorted({_phrase(text) for name in names for text in (name, *spellings.get(name, ()))} - {""})
     found: set[int] = set()
     for start in range(0, len(phrases), 100):
-        query = "body : (" + " OR ".join(phrases[start:start + 100]) + ")"
-        found |= {row[0] for row in conn.execute(
-            "SELECT DISTINCT c.file_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-            "WHERE chunks_fts MATCH ?", (query,))}
+        query = "body : (" + " OR ".join(phrases[start : start + 100]) + ")"
+        found |= {
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT c.file_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+                "WHERE chunks_fts MATCH ?",
+                (query,),
+            )
+        }
     return found
 
 
@@ -176,11 +193,12 @@ def _stored_lines(conn: sqlite3.Connection, file_id: int, path: str) -> tuple[li
     """A note's lines rebuilt from its chunks (which hold every non-blank line at its line number;
     blank lines come back empty) and where its body starts, found as the indexer found it."""
     lines: list[str] = []
-    for start, text in conn.execute("SELECT start_line, text FROM chunks WHERE file_id = ? ORDER BY ordinal",
-                                    (file_id,)):
+    for start, text in conn.execute(
+        "SELECT start_line, text FROM chunks WHERE file_id = ? ORDER BY ordinal", (file_id,)
+    ):
         part = text.split("\n")
         lines += [""] * (start - 1 + len(part) - len(lines))
-        lines[start - 1:start - 1 + len(part)] = part
+        lines[start - 1 : start - 1 + len(part)] = part
     if not lines:
         return [], 0
     doc = parse_document(path, "\n".join(lines).encode("utf-8"))  # a frontmatter-only note's chunk holds it
@@ -189,7 +207,7 @@ def _stored_lines(conn: sqlite3.Connection, file_id: int, path: str) -> tuple[li
 
 def _parts(items: list[str] | list[int]) -> Iterator[list]:
     for start in range(0, len(items), _SQL_VARS):
-        yield items[start:start + _SQL_VARS]
+        yield items[start : start + _SQL_VARS]
 
 
 # -- resolving -----------------------------------------------------------------------------------
@@ -277,8 +295,15 @@ class _Edge:
     resolved: bool = True
 
     def model(self) -> LinkEdge:
-        return LinkEdge(source=self.source, target=self.target, kind=self.kind, line=self.line, label=self.label,
-                        heading=self.heading, resolved=self.resolved)  # type: ignore[arg-type]
+        return LinkEdge(
+            source=self.source,
+            target=self.target,
+            kind=self.kind,
+            line=self.line,
+            label=self.label,
+            heading=self.heading,
+            resolved=self.resolved,
+        )  # type: ignore[arg-type]
 
 
 _COLUMNS = "SELECT file_id, kind, target, target_key, heading, label, line FROM links"
@@ -314,8 +339,11 @@ def _links_to(conn: sqlite3.Connection, table: Names, paths: list[str], mentions
         marks = ",".join("?" * len(part))
         rows += conn.execute(f"{_COLUMNS} WHERE target_key IN ({marks}) AND kind != 'mention'", part).fetchall()
     stems = {table.key_of[path].rsplit("/", 1)[-1] for path in paths}
-    rows += [row for row in conn.execute(f"{_COLUMNS} WHERE target_key >= '../' AND target_key < '..0'")
-             if row[3].rsplit("/", 1)[-1] in stems]
+    rows += [
+        row
+        for row in conn.execute(f"{_COLUMNS} WHERE target_key >= '../' AND target_key < '..0'")
+        if row[3].rsplit("/", 1)[-1] in stems
+    ]
     if mentions:
         for part in _parts(sorted(paths)):
             marks = ",".join("?" * len(part))
@@ -352,8 +380,11 @@ def neighbors(conn: sqlite3.Connection, rel_path: str, req: LinkRequest) -> Link
         frontier = []
         for edge in sorted(found, key=lambda e: (e.source, e.target, e.kind, e.line)):
             ident = (edge.source, edge.target, edge.kind)
-            if ident in edges or _excluded(edge.source, req.exclude_prefix) or \
-                    _excluded(edge.target, req.exclude_prefix):
+            if (
+                ident in edges
+                or _excluded(edge.source, req.exclude_prefix)
+                or _excluded(edge.target, req.exclude_prefix)
+            ):
                 continue
             edges[ident] = edge
             for node in (edge.source, edge.target) if edge.resolved else ():
@@ -363,9 +394,16 @@ def neighbors(conn: sqlite3.Connection, rel_path: str, req: LinkRequest) -> Link
         if not frontier:
             break
     ordered = list(edges.values())
-    shown = [edge.model() for edge in ordered[:req.max_edges]]
-    return LinkResponse(path=rel_path, direction=req.direction, depth=req.depth, edges=shown, count=len(shown),
-                        total=len(ordered), truncated=len(ordered) > len(shown))
+    shown = [edge.model() for edge in ordered[: req.max_edges]]
+    return LinkResponse(
+        path=rel_path,
+        direction=req.direction,
+        depth=req.depth,
+        edges=shown,
+        count=len(shown),
+        total=len(ordered),
+        truncated=len(ordered) > len(shown),
+    )
 
 
 def lint(conn: sqlite3.Connection, req: LinkLintRequest) -> LinkLintResponse:
@@ -385,12 +423,25 @@ def lint(conn: sqlite3.Connection, req: LinkLintRequest) -> LinkLintResponse:
         if edge.resolved:
             edges.add((edge.source, edge.target, edge.kind))
         elif edge.kind != "mention":
-            broken.append(BrokenLink(source=edge.source, line=edge.line, target=edge.target, kind=edge.kind,
-                                     reason=table.why_broken(edge.source, edge.kind, edge.target)))
+            broken.append(
+                BrokenLink(
+                    source=edge.source,
+                    line=edge.line,
+                    target=edge.target,
+                    kind=edge.kind,
+                    reason=table.why_broken(edge.source, edge.kind, edge.target),
+                )
+            )
     linked = {node for source, target, _ in edges if source != target for node in (source, target)}
     orphans = [path for path in notes if path not in linked]
     broken.sort(key=lambda b: (b.source, b.line, b.target, b.kind))
     cap = req.max_items
-    return LinkLintResponse(files=len(notes), edges=len(edges), broken=broken[:cap], broken_total=len(broken),
-                            orphans=orphans[:cap], orphans_total=len(orphans),
-                            truncated=len(broken) > cap or len(orphans) > cap)
+    return LinkLintResponse(
+        files=len(notes),
+        edges=len(edges),
+        broken=broken[:cap],
+        broken_total=len(broken),
+        orphans=orphans[:cap],
+        orphans_total=len(orphans),
+        truncated=len(broken) > cap or len(orphans) > cap,
+    )

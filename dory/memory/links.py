@@ -29,16 +29,73 @@ if TYPE_CHECKING:
     from dory.memory.entities import Registry
 
 # A wikilink to a file with one of these extensions points at an attachment, not at a note.
-ATTACHMENTS = frozenset({
-    "png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "avif", "tif", "tiff", "ico", "heic", "mp3", "wav", "m4a",
-    "ogg", "flac", "3gp", "webm", "mp4", "mov", "mkv", "ogv", "pdf", "canvas", "base", "csv", "zip", "json",
-})
+ATTACHMENTS = frozenset(
+    {
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "bmp",
+        "svg",
+        "webp",
+        "avif",
+        "tif",
+        "tiff",
+        "ico",
+        "heic",
+        "mp3",
+        "wav",
+        "m4a",
+        "ogg",
+        "flac",
+        "3gp",
+        "webm",
+        "mp4",
+        "mov",
+        "mkv",
+        "ogv",
+        "pdf",
+        "canvas",
+        "base",
+        "csv",
+        "zip",
+        "json",
+    }
+)
 # Names too generic to count as a mention of an entity (core page names, layout words).
-GENERIC_NAMES = frozenset({
-    "state", "index", "notes", "note", "active", "active focus", "user", "soul", "env", "environment", "identity",
-    "defaults", "readme", "todo", "inbox", "ideas", "home", "log", "logs", "memory", "summary", "timeline",
-    "agents", "tools", "people", "projects", "concepts", "decisions", "core",
-})
+GENERIC_NAMES = frozenset(
+    {
+        "state",
+        "index",
+        "notes",
+        "note",
+        "active",
+        "active focus",
+        "user",
+        "soul",
+        "env",
+        "environment",
+        "identity",
+        "defaults",
+        "readme",
+        "todo",
+        "inbox",
+        "ideas",
+        "home",
+        "log",
+        "logs",
+        "memory",
+        "summary",
+        "timeline",
+        "agents",
+        "tools",
+        "people",
+        "projects",
+        "concepts",
+        "decisions",
+        "core",
+    }
+)
 MIN_NAME_CHARS = 3
 _RANK = {"slug": 0, "title": 1, "alias": 2}  # which name wins when two entities share one (as Registry.resolve)
 
@@ -148,8 +205,12 @@ def _opening(line: str) -> str | None:
 
 def _closes(line: str, fence: str) -> bool:
     match = _FENCE.match(line)
-    return (match is not None and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence)
-            and not match.group(2).strip())
+    return (
+        match is not None
+        and match.group(1)[0] == fence[0]
+        and len(match.group(1)) >= len(fence)
+        and not match.group(2).strip()
+    )
 
 
 def _mask_spans(line: str) -> str:
@@ -215,8 +276,9 @@ def _markdown(match: re.Match[str], line: int) -> Link | None:
     path = unquote(path.partition("?")[0])
     if not path.lower().endswith(".md"):
         return None  # only notes: `[x](note)` without the extension is a URL, not a note
-    return Link("markdown", path, line, unquote(anchor).strip() or None, match.group(2).strip() or None,
-                match.group(1) == "!")
+    return Link(
+        "markdown", path, line, unquote(anchor).strip() or None, match.group(2).strip() or None, match.group(1) == "!"
+    )
 
 
 # -- mentions ------------------------------------------------------------------------------------
@@ -291,8 +353,9 @@ def _links_and_urls(line: str) -> list[tuple[int, int]]:
     return [m.span() for pattern in (_WIKI, _MARKDOWN, _URL) for m in pattern.finditer(line)]
 
 
-def extract_mentions(lines: list[str], body_start: int, matcher: MentionMatcher,
-                     own_path: str | None = None) -> list[Mention]:
+def extract_mentions(
+    lines: list[str], body_start: int, matcher: MentionMatcher, own_path: str | None = None
+) -> list[Mention]:
     return matcher.find(code_masked(lines, body_start), own_path)
 
 
@@ -309,8 +372,9 @@ def _trie_regex(words: Iterable[str]) -> str:
 def _node_regex(node: dict[str, dict]) -> str:
     """Alternatives start with distinct characters, so at most one applies; an optional tail is
     greedy, which makes the longest name win and backtracks to a shorter one when a word goes on."""
-    branches = [(" +" if char == " " else re.escape(char)) + _node_regex(child)
-                for char, child in sorted(node.items()) if char]
+    branches = [
+        (" +" if char == " " else re.escape(char)) + _node_regex(child) for char, child in sorted(node.items()) if char
+    ]
     if not branches:
         return ""
     if "" not in node:

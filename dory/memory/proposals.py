@@ -30,8 +30,11 @@ from dory.models import (
     ProposalStatus,
 )
 
-FOLDERS: dict[ProposalStatus, str] = {"proposed": "inbox/proposed", "applied": "inbox/applied",
-                                      "rejected": "inbox/rejected"}
+FOLDERS: dict[ProposalStatus, str] = {
+    "proposed": "inbox/proposed",
+    "applied": "inbox/applied",
+    "rejected": "inbox/rejected",
+}
 # A crash while moving may leave a copy in proposed/ too: the decided one counts.
 _LOOKUP_ORDER: tuple[ProposalStatus, ...] = ("applied", "rejected", "proposed")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
@@ -39,8 +42,9 @@ Planner = Callable[[MemoryWriteRequest], MemoryWriteResponse]
 
 
 def digest_of(req: MemoryWriteRequest) -> str:
-    key = "\n".join([req.source or "", " ".join(req.subject.split()).lower(), req.kind, req.action,
-                     " ".join(req.content.split())])
+    key = "\n".join(
+        [req.source or "", " ".join(req.subject.split()).lower(), req.kind, req.action, " ".join(req.content.split())]
+    )
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
@@ -64,11 +68,20 @@ class ProposalStore:
             proposal_id = self._free_id(f"{now:%Y%m%d-%H%M%S}-{slugify(write.subject)[:40]}-{digest[:8]}")
         target = self.corpus / str(dry.target_path) if dry.target_path else None
         proposal = Proposal(
-            id=proposal_id, status="proposed", created_at=now.isoformat(timespec="seconds").replace("+00:00", "Z"),
-            digest=digest, write=write, plan=dry, target_hash=file_hash(target) if target else None,
-            risk={"canonical_target": True, "new_page": dry.matched_by == "new",
-                  "supersedes_claims": write.action == "replace" and bool(dry.ended_claims),
-                  "retires_claims": write.action == "forget", "unchanged": dry.action == "unchanged"},
+            id=proposal_id,
+            status="proposed",
+            created_at=now.isoformat(timespec="seconds").replace("+00:00", "Z"),
+            digest=digest,
+            write=write,
+            plan=dry,
+            target_hash=file_hash(target) if target else None,
+            risk={
+                "canonical_target": True,
+                "new_page": dry.matched_by == "new",
+                "supersedes_claims": write.action == "replace" and bool(dry.ended_claims),
+                "retires_claims": write.action == "forget",
+                "unchanged": dry.action == "unchanged",
+            },
         )
         self._save(proposal)
         return ProposalCreateResponse(proposal=proposal, created=True)
@@ -85,8 +98,9 @@ class ProposalStore:
         warnings: list[str] = []
         found = [p for s in FOLDERS if status in (None, s) for p in self._load_all(s, warnings)]
         counts = {s: sum(1 for _ in self._files(s)) for s in FOLDERS}
-        return ProposalListResponse(proposals=sorted(found, key=lambda p: (p.created_at, p.id)), counts=counts,
-                                    warnings=warnings)
+        return ProposalListResponse(
+            proposals=sorted(found, key=lambda p: (p.created_at, p.id)), counts=counts, warnings=warnings
+        )
 
     def show(self, proposal_id: str) -> Proposal:
         path = self._path_of(_check_id(proposal_id))
@@ -100,16 +114,27 @@ class ProposalStore:
             raise WriteConflict(f"proposal {proposal.id} is already {proposal.status}", id=proposal.id)
         dry = plan(proposal.write)
         old = proposal.plan
-        changed = [what for what, now, then in (
-            ("target page", dry.target_path, old.target_path),
-            ("subject", dry.entity.id if dry.entity else None, old.entity.id if old.entity else None),
-            ("page content", file_hash(self.corpus / dry.target_path) if dry.target_path else None,
-             proposal.target_hash),
-        ) if now != then]
+        changed = [
+            what
+            for what, now, then in (
+                ("target page", dry.target_path, old.target_path),
+                ("subject", dry.entity.id if dry.entity else None, old.entity.id if old.entity else None),
+                (
+                    "page content",
+                    file_hash(self.corpus / dry.target_path) if dry.target_path else None,
+                    proposal.target_hash,
+                ),
+            )
+            if now != then
+        ]
         if changed:
             self._save(proposal.model_copy(update={"stale_at": _now()}))
-            raise StaleProposal(f"proposal {proposal.id} is stale: the {', '.join(changed)} changed since it was "
-                                "made; reject it and create it again", id=proposal.id, changed=changed)
+            raise StaleProposal(
+                f"proposal {proposal.id} is stale: the {', '.join(changed)} changed since it was "
+                "made; reject it and create it again",
+                id=proposal.id,
+                changed=changed,
+            )
         return dry
 
     def mark_applied(self, proposal: Proposal, result: MemoryWriteResponse) -> Proposal:

@@ -107,8 +107,10 @@ _INVISIBLE = re.compile(
 _SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
 _SELECTOR_RUN = re.compile(f"[{_SELECTORS}]{{2,}}")
 # Emoji-ish code points (pictographs, dingbats, arrows, geometric shapes, a few symbols).
-_PICTO = "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2190-\u21ff\u2300-\u23ff\u25a0-\u27bf\u2934\u2935\u2b00-\u2bff" \
+_PICTO = (
+    "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2190-\u21ff\u2300-\u23ff\u25a0-\u27bf\u2934\u2935\u2b00-\u2bff"
     "\u3030\u303d\u3297\u3299\U0001f000-\U0001faff"
+)
 _EMOJI_ZWJ = re.compile(f"(?<=[{_PICTO}\ufe0f\u20e3])\u200d(?=[{_PICTO}])")
 # Scripts whose shaping uses ZWJ/ZWNJ: Arabic, Syriac, Thaana, NKo, Arabic extensions, Indic, Sinhala.
 _JOINING = "\u0600-\u08ff\u0900-\u0dff\ufb50-\ufdff\ufe70-\ufefc"
@@ -184,15 +186,23 @@ class InjectionPattern(NamedTuple):
 # Between words: spaces, line breaks and markdown emphasis/quotes/hyphens (`**all**`, `ignore_all`).
 _S = r"[\s*_~`'\"\-]+"
 _VERB = r"(?:ignore|disregard|forget)"
-_FILL = (r"(?:the|all|any|of|and|or|your|my|our|these|those|every|each|previous|prior|above|earlier|preceding"
-         r"|foregoing|former|original|initial|system|developer|safety|given|existing)")
-_QUAL = (r"(?:all|any|every|your|previous|prior|above|earlier|preceding|foregoing|former|original|initial"
-         r"|system|developer)")
-_JAILBROKEN = (r"(?:dan|jailbroken|unrestricted|unfiltered|uncensored|unbound|unshackled|unchained|amoral"
-               rf"|no{_S}longer{_S}(?:bound|restricted|limited|an{_S}ai)"
-               rf"|free{_S}(?:of|from){_S}(?:(?:all|any|your){_S})?(?:restrictions|rules|guidelines|filters|constraints))")
-_SHOW = (rf"(?:reveal|print|show|display|output|repeat|leak|dump|disclose|expose|recite|echo|share|tell{_S}me"
-         rf"|give{_S}me|send{_S}me|write{_S}out|what{_S}(?:is|are|was|were)|what's)")
+_FILL = (
+    r"(?:the|all|any|of|and|or|your|my|our|these|those|every|each|previous|prior|above|earlier|preceding"
+    r"|foregoing|former|original|initial|system|developer|safety|given|existing)"
+)
+_QUAL = (
+    r"(?:all|any|every|your|previous|prior|above|earlier|preceding|foregoing|former|original|initial"
+    r"|system|developer)"
+)
+_JAILBROKEN = (
+    r"(?:dan|jailbroken|unrestricted|unfiltered|uncensored|unbound|unshackled|unchained|amoral"
+    rf"|no{_S}longer{_S}(?:bound|restricted|limited|an{_S}ai)"
+    rf"|free{_S}(?:of|from){_S}(?:(?:all|any|your){_S})?(?:restrictions|rules|guidelines|filters|constraints))"
+)
+_SHOW = (
+    rf"(?:reveal|print|show|display|output|repeat|leak|dump|disclose|expose|recite|echo|share|tell{_S}me"
+    rf"|give{_S}me|send{_S}me|write{_S}out|what{_S}(?:is|are|was|were)|what's)"
+)
 _SECRET_PROMPT = rf"(?:system|developer|hidden|initial|original|secret|internal){_S}(?:prompts?|instructions|messages?)"
 
 
@@ -202,36 +212,48 @@ def _pattern(name: str, regex: str, description: str) -> InjectionPattern:
 
 # The one maintained list. Regexes run on folded text (see `_fold`), which is already lowercase.
 INJECTION_PATTERNS: tuple[InjectionPattern, ...] = (
-    _pattern("ignore_instructions",
-             rf"\b{_VERB}{_S}(?:{_FILL}{_S}){{0,3}}{_QUAL}{_S}(?:{_FILL}{_S}){{0,3}}(?:instructions?|directives?|prompts?)\b",
-             'an order to ignore earlier instructions ("ignore all previous instructions")'),
-    _pattern("ignore_rules",
-             rf"\b{_VERB}{_S}(?:(?:the|all|any|of|your){_S}){{0,2}}(?:previous|prior|above|earlier|preceding|safety|system)"
-             rf"{_S}(?:(?:safety|content|policy|and){_S}){{0,2}}(?:rules|guidelines|guardrails|restrictions|policies)\b",
-             'an order to ignore earlier rules or guardrails ("disregard your safety guidelines")'),
-    _pattern("ignore_everything_above",
-             rf"\b{_VERB}{_S}(?:everything|all|anything){_S}(?:(?:that|written|said|stated|mentioned|here){_S}){{0,2}}"
-             rf"(?:above|so{_S}far|(?:up{_S}to|before){_S}this{_S}point|you(?:'ve|{_S}have|{_S}were|{_S}have{_S}been){_S}told)\b",
-             'an order to forget the preceding context ("forget everything above")'),
-    _pattern("role_tag",
-             r"</?(?:system|assistants?|developer|tools?|functions?)(?:[_\-][a-z_\-]*)?(?:\s[^<>]{0,200}|=[^<>]{0,200})?>",
-             "a chat role tag (<system>, </system>, <assistant>, <tool>, <function_calls>)"),
-    _pattern("chat_template_token",
-             r"<\|[a-z0-9_]{1,40}\|>|<(?:start|end)_of_turn>",
-             "a chat-template control token (<|im_start|>, <start_of_turn>)"),
-    _pattern("instruction_tags",
-             r"\[/?inst\]|<<\s*/?\s*sys\s*>>",
-             "a Llama instruction marker ([INST], <<SYS>>)"),
-    _pattern("jailbreak_persona",
-             rf"\b(?:you{_S}are{_S}now|from{_S}now{_S}on,?{_S}you{_S}(?:are|will{_S}be|will{_S}act{_S}as))"
-             rf"(?:{_S}(?:a|an|in|my|fully|completely|totally|operating|acting|as)){{0,3}}{_S}{_JAILBROKEN}\b",
-             'a jailbreak persona opener ("you are now DAN", "you are now unrestricted")'),
-    _pattern("system_prompt_exfiltration",
-             rf"\b{_SHOW}{_S}(?:(?:me|us|the|full|entire|complete|exact|whole|verbatim|back|all|of){_S}){{0,3}}your{_S}"
-             rf"(?:(?:full|entire|complete|exact|whole|current){_S}){{0,2}}{_SECRET_PROMPT}\b"
-             rf"|\b(?:reveal|leak|dump|disclose|expose|recite|exfiltrate)(?:{_S}(?:the|full|entire|complete|verbatim)){{0,3}}"
-             rf"{_S}(?:system|developer|hidden|initial){_S}(?:prompts?|instructions)\b",
-             'a request to reveal the system prompt ("print your system prompt")'),
+    _pattern(
+        "ignore_instructions",
+        rf"\b{_VERB}{_S}(?:{_FILL}{_S}){{0,3}}{_QUAL}{_S}(?:{_FILL}{_S}){{0,3}}(?:instructions?|directives?|prompts?)\b",
+        'an order to ignore earlier instructions ("ignore all previous instructions")',
+    ),
+    _pattern(
+        "ignore_rules",
+        rf"\b{_VERB}{_S}(?:(?:the|all|any|of|your){_S}){{0,2}}(?:previous|prior|above|earlier|preceding|safety|system)"
+        rf"{_S}(?:(?:safety|content|policy|and){_S}){{0,2}}(?:rules|guidelines|guardrails|restrictions|policies)\b",
+        'an order to ignore earlier rules or guardrails ("disregard your safety guidelines")',
+    ),
+    _pattern(
+        "ignore_everything_above",
+        rf"\b{_VERB}{_S}(?:everything|all|anything){_S}(?:(?:that|written|said|stated|mentioned|here){_S}){{0,2}}"
+        rf"(?:above|so{_S}far|(?:up{_S}to|before){_S}this{_S}point|you(?:'ve|{_S}have|{_S}were|{_S}have{_S}been){_S}told)\b",
+        'an order to forget the preceding context ("forget everything above")',
+    ),
+    _pattern(
+        "role_tag",
+        r"</?(?:system|assistants?|developer|tools?|functions?)(?:[_\-][a-z_\-]*)?(?:\s[^<>]{0,200}|=[^<>]{0,200})?>",
+        "a chat role tag (<system>, </system>, <assistant>, <tool>, <function_calls>)",
+    ),
+    _pattern(
+        "chat_template_token",
+        r"<\|[a-z0-9_]{1,40}\|>|<(?:start|end)_of_turn>",
+        "a chat-template control token (<|im_start|>, <start_of_turn>)",
+    ),
+    _pattern("instruction_tags", r"\[/?inst\]|<<\s*/?\s*sys\s*>>", "a Llama instruction marker ([INST], <<SYS>>)"),
+    _pattern(
+        "jailbreak_persona",
+        rf"\b(?:you{_S}are{_S}now|from{_S}now{_S}on,?{_S}you{_S}(?:are|will{_S}be|will{_S}act{_S}as))"
+        rf"(?:{_S}(?:a|an|in|my|fully|completely|totally|operating|acting|as)){{0,3}}{_S}{_JAILBROKEN}\b",
+        'a jailbreak persona opener ("you are now DAN", "you are now unrestricted")',
+    ),
+    _pattern(
+        "system_prompt_exfiltration",
+        rf"\b{_SHOW}{_S}(?:(?:me|us|the|full|entire|complete|exact|whole|verbatim|back|all|of){_S}){{0,3}}your{_S}"
+        rf"(?:(?:full|entire|complete|exact|whole|current){_S}){{0,2}}{_SECRET_PROMPT}\b"
+        rf"|\b(?:reveal|leak|dump|disclose|expose|recite|exfiltrate)(?:{_S}(?:the|full|entire|complete|verbatim)){{0,3}}"
+        rf"{_S}(?:system|developer|hidden|initial){_S}(?:prompts?|instructions)\b",
+        'a request to reveal the system prompt ("print your system prompt")',
+    ),
 )
 
 # Hangul fillers render as blank space: treat them as the space an attacker meant.
@@ -290,8 +312,11 @@ def _size_problem(text: str, max_bytes: int) -> Problem | None:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size <= max_bytes:
         return None
-    return Problem(ContentTooLarge.code, f"content is {size} bytes; the limit is {max_bytes} bytes",
-                   {"bytes": size, "max_bytes": max_bytes})
+    return Problem(
+        ContentTooLarge.code,
+        f"content is {size} bytes; the limit is {max_bytes} bytes",
+        {"bytes": size, "max_bytes": max_bytes},
+    )
 
 
 def _char_problem(kind: _CharClass, text: str) -> Problem | None:
@@ -304,8 +329,13 @@ def _char_problem(kind: _CharClass, text: str) -> Problem | None:
     message = f"content contains {kind.what} {_describe(text[first])} at line {line}, column {column}"
     if len(positions) > 1:
         message += f" ({len(positions)} in total)"
-    details: dict[str, Any] = {"line": line, "column": column, "codepoint": f"U+{ord(text[first]):04X}",
-                               "count": len(positions), "codepoints": codepoints[:50]}
+    details: dict[str, Any] = {
+        "line": line,
+        "column": column,
+        "codepoint": f"U+{ord(text[first]):04X}",
+        "count": len(positions),
+        "codepoints": codepoints[:50],
+    }
     hidden = kind.hidden(text, positions) if kind.hidden else ""
     if hidden:
         details["hidden_text"] = hidden[:1000]
@@ -322,8 +352,13 @@ def _injection_problem(text: str) -> Problem | None:
     start = origin[match.start()] if origin is not None else match.start()
     line, column = _line_col(text, start)
     message = f"content looks like a prompt injection: {pattern.description} at line {line}, column {column}"
-    details = {"line": line, "column": column, "pattern": pattern.name,
-               "patterns": [p.name for _, p in hits], "matched": match.group()[:120]}
+    details = {
+        "line": line,
+        "column": column,
+        "pattern": pattern.name,
+        "patterns": [p.name for _, p in hits],
+        "matched": match.group()[:120],
+    }
     return Problem(PromptInjection.code, message, details)
 
 
@@ -376,8 +411,9 @@ def _check_characters(rel: str) -> None:
     char = _unsafe_path_char(rel)
     if char is not None:
         shown = rel.encode("unicode_escape").decode("ascii")
-        raise PathNotAllowed(f"path contains an unsafe character {_describe(char)}: {shown}",
-                             path=shown, codepoint=f"U+{ord(char):04X}")
+        raise PathNotAllowed(
+            f"path contains an unsafe character {_describe(char)}: {shown}", path=shown, codepoint=f"U+{ord(char):04X}"
+        )
 
 
 def _check_lengths(rel: str) -> None:
@@ -385,16 +421,16 @@ def _check_lengths(rel: str) -> None:
         raise ValidationError(f"path is longer than {MAX_PATH_BYTES} bytes", path=rel[:200])
     for part in rel.split("/"):
         if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
-            raise ValidationError(f"a path component is longer than {MAX_COMPONENT_BYTES} bytes: {part[:60]}...",
-                                  path=rel[:200])
+            raise ValidationError(
+                f"a path component is longer than {MAX_COMPONENT_BYTES} bytes: {part[:60]}...", path=rel[:200]
+            )
 
 
 def _check_shapes(rel: str) -> None:
     """Names that are lookalikes of other names: edge spaces, a trailing dot (Windows drops it)."""
     for part in rel.split("/"):
         if part != part.strip() or part.endswith("."):
-            raise PathNotAllowed(f"path component {part!r} starts or ends with a space or ends with a dot",
-                                 path=rel)
+            raise PathNotAllowed(f"path component {part!r} starts or ends with a space or ends with a dot", path=rel)
 
 
 def _check_protected(rel: str, allow_evidence: bool, via: str = "") -> None:
@@ -452,7 +488,7 @@ def _deepest_existing_folder(root: Path, real_root: Path, rel: str) -> tuple[Pat
     for depth in range(1, len(parts)):  # folders only; the final name is checked by _check_target
         folder = root.joinpath(*parts[:depth])
         if not os.path.lexists(folder):
-            return real_parent, parts[depth - 1:]
+            return real_parent, parts[depth - 1 :]
         real_parent = _resolve_existing(folder, rel, real_root)
         if not real_parent.is_dir():
             raise ValidationError(f"{'/'.join(parts[:depth])} is a file, not a folder", path=rel)

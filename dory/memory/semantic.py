@@ -72,7 +72,9 @@ class SemanticWriter:
         if not req.dry_run and not req.allow_canonical:
             raise CanonicalWriteRefused(
                 f"{entity.path} is a canonical page: preview with --dry-run, queue it for review with "
-                "`dory proposals create`, or pass --allow-canonical to write it now", path=entity.path)
+                "`dory proposals create`, or pass --allow-canonical to write it now",
+                path=entity.path,
+            )
         return self._plan_for(req, entity, matched_by)
 
     # -- resolution --------------------------------------------------------------------------
@@ -84,16 +86,20 @@ class SemanticWriter:
         return self._resolve_in(registry, req.subject, families, req.scope)
 
     @staticmethod
-    def _resolve_in(registry: Registry, subject: str, families: tuple[str, ...],
-                    new_family: str | None) -> tuple[Entity, str]:
+    def _resolve_in(
+        registry: Registry, subject: str, families: tuple[str, ...], new_family: str | None
+    ) -> tuple[Entity, str]:
         found = registry.resolve(subject, families)
         if found.entity is not None:
             return found.entity, str(found.matched_by)
         refs = [_ref(e).model_dump() for e in found.candidates]
         if found.ambiguous:
             names = ", ".join(f"{r['id']} ({r['path']})" for r in refs)
-            raise AmbiguousSubject(f"{subject!r} matches several entities: {names}; name one by its id or path",
-                                   subject=subject, candidates=refs)
+            raise AmbiguousSubject(
+                f"{subject!r} matches several entities: {names}; name one by its id or path",
+                subject=subject,
+                candidates=refs,
+            )
         slug = slugify(subject)
         if new_family in ("person", "project", "concept", "decision") and slug:
             title = " ".join(subject.split())
@@ -108,9 +114,15 @@ class SemanticWriter:
         page_doc = self._page(entity.path)
         history = claims.events_for(self.conn, entity.id)
         active = [c for c in claims.replay(history) if c.status == "active" and c.kind == req.kind]
-        response = MemoryWriteResponse(subject=req.subject, action=_ACTION_DONE[req.action], dry_run=req.dry_run,
-                                       entity=_ref(entity), matched_by=matched_by, target_path=entity.path,
-                                       previous_page_hash=page_doc.sha256 if page_doc else None)
+        response = MemoryWriteResponse(
+            subject=req.subject,
+            action=_ACTION_DONE[req.action],
+            dry_run=req.dry_run,
+            entity=_ref(entity),
+            matched_by=matched_by,
+            target_path=entity.path,
+            previous_page_hash=page_doc.sha256 if page_doc else None,
+        )
         statement = " ".join(req.content.split())
         if req.action == "write" and any(_same(c.statement, statement) for c in active):
             response.action = "unchanged"
@@ -127,8 +139,7 @@ class SemanticWriter:
         before = page_doc.sha256 if page_doc else None
         return SemanticPlan(response, [FileChange(event.path, None, artifact), FileChange(entity.path, before, page)])
 
-    def _event(self, req: MemoryWriteRequest, entity: Entity, statement: str,
-               active: list[claims.Claim]) -> ClaimEvent:
+    def _event(self, req: MemoryWriteRequest, entity: Entity, statement: str, active: list[claims.Claim]) -> ClaimEvent:
         now = dt.datetime.now(dt.UTC)
         at = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
         event_name = _EVENT_FOR_ACTION[req.action]
@@ -141,28 +152,57 @@ class SemanticWriter:
             if not ends:
                 raise NotFound(f"no active {req.kind} claims about {entity.title} to forget", entity=entity.id)
         digest = hashlib.sha256(f"{entity.id}\n{req.kind}\n{statement}\n{at}".encode()).hexdigest()[:12]
-        path = (f"{claims.ARTIFACT_ROOT}{now:%Y/%m/%d}/{entity.slug[:60]}-{now:%H%M%S-%f}-{event_name}.md")
-        return ClaimEvent(claim_id=f"clm-{digest}", entity=entity.id, kind=req.kind, event=event_name,
-                          statement=statement, at=at, ends=tuple(ends), reason=req.reason, agent=req.agent,
-                          path=path)
+        path = f"{claims.ARTIFACT_ROOT}{now:%Y/%m/%d}/{entity.slug[:60]}-{now:%H%M%S-%f}-{event_name}.md"
+        return ClaimEvent(
+            claim_id=f"clm-{digest}",
+            entity=entity.id,
+            kind=req.kind,
+            event=event_name,
+            statement=statement,
+            at=at,
+            ends=tuple(ends),
+            reason=req.reason,
+            agent=req.agent,
+            path=path,
+        )
 
     def _artifact(self, req: MemoryWriteRequest, entity: Entity, event: ClaimEvent) -> bytes:
-        fm = {"title": f"Semantic {event.event}: {entity.title} ({event.kind})", "type": "source", "status": "done",
-              "canonical": False, "source_kind": "semantic", **event.frontmatter(), "subject": req.subject,
-              "entity_path": entity.path, "source": req.source, "created": event.at[:10]}
+        fm = {
+            "title": f"Semantic {event.event}: {entity.title} ({event.kind})",
+            "type": "source",
+            "status": "done",
+            "canonical": False,
+            "source_kind": "semantic",
+            **event.frontmatter(),
+            "subject": req.subject,
+            "entity_path": entity.path,
+            "source": req.source,
+            "created": event.at[:10],
+        }
         body = event.statement + (f"\n\nReason: {event.reason}" if event.reason else "")
         return frontmatter.render({k: v for k, v in fm.items() if v is not None and v != []}, body)
 
     def _render_page(self, entity: Entity, doc: Document | None, events: list[ClaimEvent]) -> bytes:
         all_claims = claims.replay(events)
         if doc is None:
-            body = canonical.render_page(canonical.compile_page(
-                canonical.scaffold(entity.family, entity.slug), entity.family, entity.slug, all_claims, events))
-            fm = {"title": entity.title, "type": entity.family, "status": "active", "canonical": True,
-                  "source_kind": "canonical", "slug": entity.slug, "has_timeline": True,
-                  "created": events[-1].at[:10], "updated": events[-1].at[:10]}
+            body = canonical.render_page(
+                canonical.compile_page(
+                    canonical.scaffold(entity.family, entity.slug), entity.family, entity.slug, all_claims, events
+                )
+            )
+            fm = {
+                "title": entity.title,
+                "type": entity.family,
+                "status": "active",
+                "canonical": True,
+                "source_kind": "canonical",
+                "slug": entity.slug,
+                "has_timeline": True,
+                "created": events[-1].at[:10],
+                "updated": events[-1].at[:10],
+            }
             return frontmatter.render(frontmatter.normalise(fm, entity.path), body)
-        page = canonical.parse_page("\n".join(doc.lines[doc.body_start:]))
+        page = canonical.parse_page("\n".join(doc.lines[doc.body_start :]))
         body = canonical.render_page(canonical.compile_page(page, entity.family, entity.slug, all_claims, events))
         updates = {"updated": events[-1].at[:10], "has_timeline": True}
         if doc.body_start == 0:
@@ -176,12 +216,24 @@ class SemanticWriter:
         return read_editable(self.settings.corpus, rel, self.settings.index.max_file_bytes)
 
     def _quarantine(self, req: MemoryWriteRequest, reason: str) -> SemanticPlan:
-        extra = {"original_subject": req.subject, "original_kind": req.kind, "original_action": req.action,
-                 "agent": req.agent, "source": req.source}
-        plan: WritePlan = plan_quarantine(Path(self.settings.corpus), f"memory {req.subject}", req.content, reason,
-                                          extra, req.dry_run)
-        response = MemoryWriteResponse(subject=req.subject, action="quarantined", dry_run=req.dry_run,
-                                       quarantine=plan.response.path, reason=reason, files=plan.response.files)
+        extra = {
+            "original_subject": req.subject,
+            "original_kind": req.kind,
+            "original_action": req.action,
+            "agent": req.agent,
+            "source": req.source,
+        }
+        plan: WritePlan = plan_quarantine(
+            Path(self.settings.corpus), f"memory {req.subject}", req.content, reason, extra, req.dry_run
+        )
+        response = MemoryWriteResponse(
+            subject=req.subject,
+            action="quarantined",
+            dry_run=req.dry_run,
+            quarantine=plan.response.path,
+            reason=reason,
+            files=plan.response.files,
+        )
         return SemanticPlan(response, plan.changes)
 
 
@@ -191,4 +243,3 @@ def _same(a: str, b: str) -> bool:
 
 def _ref(entity: Entity) -> EntityRef:
     return EntityRef(id=entity.id, family=entity.family, path=entity.path, title=entity.title)
-

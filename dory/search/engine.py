@@ -53,8 +53,9 @@ class SearchEngine:
         return SearchResponse(query=req.query, mode=req.mode, hits=hits, warnings=warnings, vectors_pending=pending)
 
     # -- retrieval ---------------------------------------------------------------------------
-    def _retrieve(self, req: SearchRequest, parsed: ParsedQuery, limit: int,
-                  warnings: list[str]) -> dict[str, list[tuple[int, float]]]:
+    def _retrieve(
+        self, req: SearchRequest, parsed: ParsedQuery, limit: int, warnings: list[str]
+    ) -> dict[str, list[tuple[int, float]]]:
         if req.mode == "exact":
             return {"exact": exact_candidates(self.store, req.query, req.scope, limit)}
         lists: dict[str, list[tuple[int, float]]] = {}
@@ -100,8 +101,13 @@ class SearchEngine:
     def _exact_order(ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         return [(chunk_id, 1.0) for chunk_id, _ in ranked]
 
-    def _select(self, req: SearchRequest, parsed: ParsedQuery, ranked: list[tuple[int, float]],
-                lists: dict[str, list[tuple[int, float]]]) -> list[SearchHit]:
+    def _select(
+        self,
+        req: SearchRequest,
+        parsed: ParsedQuery,
+        ranked: list[tuple[int, float]],
+        lists: dict[str, list[tuple[int, float]]],
+    ) -> list[SearchHit]:
         found = H.load_candidates(self.store, [chunk_id for chunk_id, _ in ranked])
         candidates = []
         for chunk_id, score in ranked:
@@ -118,19 +124,32 @@ class SearchEngine:
         candidates = _keep(candidates, req.k, per_file=req.per_file, collapse=req.mode != "exact")
         return [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
 
-    def _hit(self, req: SearchRequest, parsed: ParsedQuery, c: H.Candidate, position: int,
-             lists: dict[str, list[tuple[int, float]]]) -> SearchHit:
+    def _hit(
+        self,
+        req: SearchRequest,
+        parsed: ParsedQuery,
+        c: H.Candidate,
+        position: int,
+        lists: dict[str, list[tuple[int, float]]],
+    ) -> SearchHit:
         stages = stage_ranks(c.chunk_id, lists)
         explain = None
         if req.debug:
             fused = c.score / c.factor if req.mode != "exact" else None
             explain = StageScores(**stages, fused=fused, policy_factor=c.factor, policy_rules=c.rules, final=c.score)
         return SearchHit(
-            path=c.path, title=c.title, chunk_id=f"{c.path}#{c.ordinal}", start_line=c.start_line,
-            end_line=c.end_line, heading_path=c.heading_path, snippet=H.snippet(c, parsed),
-            evidence_class=H.evidence_class(c), score=round(c.score, 6),  # type: ignore[arg-type]
+            path=c.path,
+            title=c.title,
+            chunk_id=f"{c.path}#{c.ordinal}",
+            start_line=c.start_line,
+            end_line=c.end_line,
+            heading_path=c.heading_path,
+            snippet=H.snippet(c, parsed),
+            evidence_class=H.evidence_class(c),
+            score=round(c.score, 6),  # type: ignore[arg-type]
             confidence=H.confidence(c, parsed, position, stages.get("vector_score")),  # type: ignore[arg-type]
-            stale_warning=H.stale_warning(Path(self.settings.corpus), c), explain=explain,
+            stale_warning=H.stale_warning(Path(self.settings.corpus), c),
+            explain=explain,
         )
 
 
@@ -159,8 +178,14 @@ def _keep(candidates: list[H.Candidate], k: int, per_file: bool, collapse: bool)
         if per_file and cand.path in paths:
             continue
         grams = H.shingles(cand.text) if collapse else set()
-        twin = next((i for i, (other, other_grams) in enumerate(kept)
-                     if collapse and other.path != cand.path and H.near_duplicates(other_grams, grams)), None)
+        twin = next(
+            (
+                i
+                for i, (other, other_grams) in enumerate(kept)
+                if collapse and other.path != cand.path and H.near_duplicates(other_grams, grams)
+            ),
+            None,
+        )
         if twin is None:
             kept.append((cand, grams))
             paths.add(cand.path)

@@ -43,10 +43,10 @@ def load_queries(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from exc
         if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
-            raise UsageError(f"{path}:{number}: each line needs a non-empty \"query\" string")
+            raise UsageError(f'{path}:{number}: each line needs a non-empty "query" string')
         expected = item.get("expected")
         if not isinstance(expected, list) or not all(isinstance(p, str) for p in expected):
-            raise UsageError(f"{path}:{number}: \"expected\" must be a list of paths")
+            raise UsageError(f'{path}:{number}: "expected" must be a list of paths')
         try:
             SearchRequest(query=item["query"])
         except pydantic.ValidationError as exc:
@@ -83,15 +83,26 @@ def run_eval(req: EvalRequest, search: Callable[[SearchRequest], SearchResponse]
             warnings.append(f"mode {mode} skipped: {exc.message}")
             continue
         n = len(queries)
-        results.append(EvalModeResult(
-            mode=mode, recall_at_k=round(recall / n, 4), mrr_at_10=round(mrr / n, 4),
-            ndcg_at_10=round(total_ndcg / n, 4), queries=n, per_query=per_query if req.per_query else None,
-        ))
+        results.append(
+            EvalModeResult(
+                mode=mode,
+                recall_at_k=round(recall / n, 4),
+                mrr_at_10=round(mrr / n, 4),
+                ndcg_at_10=round(total_ndcg / n, 4),
+                queries=n,
+                per_query=per_query if req.per_query else None,
+            )
+        )
     return EvalResponse(k=req.k, queries=len(queries), modes=results, warnings=warnings)
 
 
-def _ranks(item: dict[str, Any], mode: str, depth: int, scope_field: str | None,
-           search: Callable[[SearchRequest], SearchResponse]) -> dict[str, int | None]:
+def _ranks(
+    item: dict[str, Any],
+    mode: str,
+    depth: int,
+    scope_field: str | None,
+    search: Callable[[SearchRequest], SearchResponse],
+) -> dict[str, int | None]:
     scope = Scope()
     if scope_field and item.get(scope_field):
         scope = Scope(path=str(item[scope_field]))

@@ -39,23 +39,36 @@ class Candidate:
 def load_candidates(store: IndexStore, chunk_ids: list[int]) -> dict[int, Candidate]:
     found: dict[int, Candidate] = {}
     for start in range(0, len(chunk_ids), 500):
-        part = chunk_ids[start:start + 500]
+        part = chunk_ids[start : start + 500]
         rows = store.conn.execute(
             "SELECT c.id, c.ordinal, c.start_line, c.end_line, c.heading_path, c.text, f.path, f.title, "
             "f.doc_type, f.status, f.canonical, f.source_kind, f.frontmatter, f.size, f.mtime_ns, "
             f"f.frontmatter_error FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN "
-            f"({','.join('?' * len(part))})", part,
+            f"({','.join('?' * len(part))})",
+            part,
         ).fetchall()
         for row in rows:
             frontmatter = json.loads(row["frontmatter"])
             fields = {
-                "type": row["doc_type"], "status": (row["status"] or "").lower() or None,
-                "canonical": bool(row["canonical"]), "source_kind": row["source_kind"],
-                "superseded_by": frontmatter.get("superseded_by"), "visibility": frontmatter.get("visibility"),
+                "type": row["doc_type"],
+                "status": (row["status"] or "").lower() or None,
+                "canonical": bool(row["canonical"]),
+                "source_kind": row["source_kind"],
+                "superseded_by": frontmatter.get("superseded_by"),
+                "visibility": frontmatter.get("visibility"),
             }
             found[row["id"]] = Candidate(
-                row["id"], row["path"], row["title"], row["ordinal"], row["start_line"], row["end_line"],
-                json.loads(row["heading_path"]), row["text"], fields, row["size"], row["mtime_ns"],
+                row["id"],
+                row["path"],
+                row["title"],
+                row["ordinal"],
+                row["start_line"],
+                row["end_line"],
+                json.loads(row["heading_path"]),
+                row["text"],
+                fields,
+                row["size"],
+                row["mtime_ns"],
                 row["frontmatter_error"],
             )
     return found
@@ -108,14 +121,14 @@ def text_snippet(text: str, parsed: ParsedQuery, width: int = SNIPPET_CHARS) -> 
         return ""
     stems = _stems(parsed.all_terms)
     best = max(range(len(lines)), key=lambda i: (_line_hits(lines[i], stems), -i)) if stems else 0
-    text = " ".join(" ".join(lines[best:best + 3]).split())
+    text = " ".join(" ".join(lines[best : best + 3]).split())
     if len(text) <= width:
         return text
     lowered = text.lower()
     positions = [lowered.find(stem) for stem in stems if stem in lowered]
     centre = min(positions) if positions else 0
     start = max(0, min(centre - width // 3, len(text) - width))
-    cut = text[start:start + width]
+    cut = text[start : start + width]
     return ("…" if start > 0 else "") + cut.strip() + ("…" if start + width < len(text) else "")
 
 
@@ -150,7 +163,7 @@ def shingles(text: str, size: int = 3) -> set[str]:
     tokens = _WORDS.findall(text.casefold())
     if len(tokens) <= size:
         return {" ".join(tokens)}
-    return {" ".join(tokens[i:i + size]) for i in range(len(tokens) - size + 1)}
+    return {" ".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)}
 
 
 def near_duplicates(a: set[str], b: set[str], threshold: float = 0.8) -> bool:

@@ -28,12 +28,25 @@ QueryVector = Callable[[str], tuple[np.ndarray, str]]  # query → (vector, fing
 
 def session_scope(scope: Scope) -> SessionScope:
     status = scope.status[0] if len(scope.status) == 1 else None
-    return SessionScope(agent=scope.agent, device=scope.device, session_id=scope.session_id, status=status,
-                        since=scope.since, until=scope.until, path=scope.path)
+    return SessionScope(
+        agent=scope.agent,
+        device=scope.device,
+        session_id=scope.session_id,
+        status=status,
+        since=scope.since,
+        until=scope.until,
+        path=scope.path,
+    )
 
 
-def recall(store: SessionStore, req: SearchRequest, settings: SearchSettings, query_vector: QueryVector | None,
-           warnings: list[str], limit: int | None = None) -> list[SearchHit]:
+def recall(
+    store: SessionStore,
+    req: SearchRequest,
+    settings: SearchSettings,
+    query_vector: QueryVector | None,
+    warnings: list[str],
+    limit: int | None = None,
+) -> list[SearchHit]:
     """The best turns for the request (mode bm25, vector, hybrid or recall, which is hybrid)."""
     scope = session_scope(req.scope)
     wanted = limit or req.k
@@ -58,8 +71,10 @@ def recall(store: SessionStore, req: SearchRequest, settings: SearchSettings, qu
             fused[row] = fused.get(row, 0.0) + weights[name] / (settings.session_rrf_k + rank)
     ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:wanted]
     parsed = parse_query(req.query)
-    return [_hit(hit, parsed, position, _stages(hit.row, lists, hit.score) if req.debug else None)
-            for position, hit in enumerate(store.hits(ranked), start=1)]
+    return [
+        _hit(hit, parsed, position, _stages(hit.row, lists, hit.score) if req.debug else None)
+        for position, hit in enumerate(store.hits(ranked), start=1)
+    ]
 
 
 def _stages(row: int, lists: dict[str, list[tuple[int, float]]], fused: float) -> StageScores:
@@ -69,12 +84,20 @@ def _stages(row: int, lists: dict[str, list[tuple[int, float]]], fused: float) -
 def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScores | None) -> SearchHit:
     heading = f"{hit.role} · {hit.time}" if hit.time else hit.role
     return SearchHit(
-        path=hit.path, title=hit.title, chunk_id=f"{hit.path}#{hit.message_id}", start_line=hit.start_line,
-        end_line=hit.end_line, heading_path=[heading], snippet=text_snippet(hit.text, parsed),
-        evidence_class="session", confidence="medium" if position == 1 else "low", score=round(hit.score, 6),
+        path=hit.path,
+        title=hit.title,
+        chunk_id=f"{hit.path}#{hit.message_id}",
+        start_line=hit.start_line,
+        end_line=hit.end_line,
+        heading_path=[heading],
+        snippet=text_snippet(hit.text, parsed),
+        evidence_class="session",
+        confidence="medium" if position == 1 else "low",
+        score=round(hit.score, 6),
         explain=explain,
-        turn=SessionTurn(session_id=hit.session_id, message_id=hit.message_id, agent=hit.agent, role=hit.role,
-                         time=hit.time),
+        turn=SessionTurn(
+            session_id=hit.session_id, message_id=hit.message_id, agent=hit.agent, role=hit.role, time=hit.time
+        ),
     )
 
 

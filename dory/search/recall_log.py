@@ -72,27 +72,40 @@ class RecallLog:
             self._conn = None
 
     def record(self, query: str, hits: list[SearchHit]) -> None:
-        rows = [(query_key(query), query[:500], h.path, h.start_line, h.end_line, rank, now_iso())
-                for rank, h in enumerate(hits[:TOP_HITS], start=1) if h.turn is None]
+        rows = [
+            (query_key(query), query[:500], h.path, h.start_line, h.end_line, rank, now_iso())
+            for rank, h in enumerate(hits[:TOP_HITS], start=1)
+            if h.turn is None
+        ]
         with self.conn:
-            self.conn.executemany("INSERT INTO recall_events(query_key, query, path, start_line, end_line, rank, at) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            self.conn.executemany(
+                "INSERT INTO recall_events(query_key, query, path, start_line, end_line, rank, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
 
     def frequent(self, min_queries: int, limit: int = 20) -> list[Recalled]:
         """Notes returned by at least `min_queries` distinct queries, most queries first."""
         rows = self.conn.execute(
             "SELECT path, count(DISTINCT query_key) AS queries, count(*) AS events FROM recall_events "
             "GROUP BY path HAVING queries >= ? ORDER BY queries DESC, events DESC, path LIMIT ?",
-            (min_queries, limit)).fetchall()
+            (min_queries, limit),
+        ).fetchall()
         return [self._recalled(row["path"], row["queries"], row["events"]) for row in rows]
 
     def _recalled(self, path: str, queries: int, events: int) -> Recalled:
         span = self.conn.execute(
             "SELECT start_line, end_line FROM recall_events WHERE path = ? GROUP BY start_line, end_line "
-            "ORDER BY count(DISTINCT query_key) DESC, start_line LIMIT 1", (path,)).fetchone()
-        samples = [row[0] for row in self.conn.execute(
-            "SELECT query FROM recall_events WHERE path = ? GROUP BY query_key ORDER BY min(at), query LIMIT 5",
-            (path,))]
+            "ORDER BY count(DISTINCT query_key) DESC, start_line LIMIT 1",
+            (path,),
+        ).fetchone()
+        samples = [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT query FROM recall_events WHERE path = ? GROUP BY query_key ORDER BY min(at), query LIMIT 5",
+                (path,),
+            )
+        ]
         return Recalled(path, queries, events, span[0], span[1], samples)
 
     # -- what dreaming already read ----------------------------------------------------------
@@ -102,8 +115,11 @@ class RecallLog:
 
     def mark_dreamed(self, path: str, sha256: str) -> None:
         with self.conn:
-            self.conn.execute("INSERT INTO dreamed(path, sha256, at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE "
-                              "SET sha256 = excluded.sha256, at = excluded.at", (path, sha256, now_iso()))
+            self.conn.execute(
+                "INSERT INTO dreamed(path, sha256, at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE "
+                "SET sha256 = excluded.sha256, at = excluded.at",
+                (path, sha256, now_iso()),
+            )
 
 
 def record_quietly(log: RecallLog, query: str, hits: list[SearchHit]) -> None:

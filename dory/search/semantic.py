@@ -16,8 +16,13 @@ from dory.index.vectors import VectorStore
 class LiveVectors:
     """Vectors usable for search, or the reason they are not (raised as BackendUnavailable)."""
 
-    def __init__(self, store: IndexStore, embedder: Callable[[], Embedder],
-                 vectors: Callable[[], VectorStore], fingerprint: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        store: IndexStore,
+        embedder: Callable[[], Embedder],
+        vectors: Callable[[], VectorStore],
+        fingerprint: Callable[[], str],
+    ) -> None:
         self._store = store
         self._embedder = embedder
         self._vectors = vectors

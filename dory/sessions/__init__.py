@@ -18,6 +18,19 @@ from dory.sessions.transcript import (
 )
 
 __all__ = [
-    "ImportResult", "Message", "Problem", "Session", "clean_text", "detect_format", "merge", "message_at_line",
-    "message_id", "new_message", "parse_session", "parse_source", "redact", "render_session", "session_path",
+    "ImportResult",
+    "Message",
+    "Problem",
+    "Session",
+    "clean_text",
+    "detect_format",
+    "merge",
+    "message_at_line",
+    "message_id",
+    "new_message",
+    "parse_session",
+    "parse_source",
+    "redact",
+    "render_session",
+    "session_path",
 ]

@@ -80,12 +80,13 @@ def _plain_value(match: re.Match[str]) -> bool:
     if "environ" in value or "getenv" in value or "process.env" in value:
         return False
     # An unquoted identifier followed by "(" is a function call: `token = make_token()`.
-    return not (match.groupdict().get("q") is None and match.string[match.end():match.end() + 1] == "(")
+    return not (match.groupdict().get("q") is None and match.string[match.end() : match.end() + 1] == "(")
 
 
 def _credential_shaped(value: str) -> bool:
-    return len(value) >= 12 and bool(re.search(r"\d", value)) and bool(re.search(r"[A-Za-z]", value)) \
-        and " " not in value
+    return (
+        len(value) >= 12 and bool(re.search(r"\d", value)) and bool(re.search(r"[A-Za-z]", value)) and " " not in value
+    )
 
 
 _STRONG_LOWER = re.compile(
@@ -94,13 +95,15 @@ _STRONG_LOWER = re.compile(
     r"|^(?:password|passwd|passphrase|secret|apikey|credentials?)$",
     re.IGNORECASE,
 )
-_STRONG_UPPER = re.compile(r"^(?:[A-Z0-9]+_)+(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|AUTH|CREDENTIALS?)$"
-                           r"|^(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY|API_KEY)$")
+_STRONG_UPPER = re.compile(
+    r"^(?:[A-Z0-9]+_)+(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|AUTH|CREDENTIALS?)$"
+    r"|^(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY|API_KEY)$"
+)
 _NEVER = frozenset({"key", "auth", "pwd"})
 
 
 def _name_strength(name: str) -> str:
-    """"strong", "weak" or "none": how sure the name alone makes us that its value is a secret."""
+    """ "strong", "weak" or "none": how sure the name alone makes us that its value is a secret."""
     if name.lower() in _NEVER:
         return "none"
     if _STRONG_UPPER.match(name) or _STRONG_LOWER.search(name):
@@ -125,7 +128,7 @@ def _assignment_is_secret(match: re.Match[str]) -> bool:
 
 
 def _bearer_is_secret(match: re.Match[str]) -> bool:
-    """"bearer bonds" and "Bearer Authentication" are prose; a token is long or has digits."""
+    """ "bearer bonds" and "Bearer Authentication" are prose; a token is long or has digits."""
     value = match.group("secret")
     return (len(value) >= 20 or bool(re.search(r"\d", value))) and _plain_value(match)
 
@@ -148,38 +151,70 @@ def _always(_: re.Match[str]) -> bool:
     return True
 
 
-_NAME = (r"(?<![A-Za-z0-9_\-])(?P<name>(?:[A-Za-z0-9]+[_-])*"
-         r"(?:password|passwd|passphrase|secret|api[_-]?key|apikey|key|token|credentials?|auth|pwd))"
-         r"(?![A-Za-z0-9_\-])")
+_NAME = (
+    r"(?<![A-Za-z0-9_\-])(?P<name>(?:[A-Za-z0-9]+[_-])*"
+    r"(?:password|passwd|passphrase|secret|api[_-]?key|apikey|key|token|credentials?|auth|pwd))"
+    r"(?![A-Za-z0-9_\-])"
+)
 # After the name: an optional closing quote (JSON keys, possibly backslash-escaped inside a JSON string),
 # `=`, `:` or `=>`, then a quoted value (anything up to the quote) or a bare one (up to a delimiter).
-_VALUE = (r"\\?[\"']?[ \t]*(?P<sep>=>|=|:)[ \t]*(?P<q>\\?[\"'])?"
-          r"(?P<secret>(?(q)[^\"'\\\n]+|[^\s\"'`,;&<>(){}\[\]\\]+))")
+_VALUE = (
+    r"\\?[\"']?[ \t]*(?P<sep>=>|=|:)[ \t]*(?P<q>\\?[\"'])?"
+    r"(?P<secret>(?(q)[^\"'\\\n]+|[^\s\"'`,;&<>(){}\[\]\\]+))"
+)
 
 _RULES: tuple[_Rule, ...] = (
-    _Rule("private-key-block", re.compile(
-        r"-----BEGIN (?P<kind>[A-Z ]*)PRIVATE KEY-----(?P<secret>.*?)-----END (?P=kind)PRIVATE KEY-----",
-        re.DOTALL), _always, ("private key",)),
-    _Rule("authorization-header", re.compile(
-        r"(?i)\b(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
-        r"(?P<scheme>(?:bearer|basic|token|digest|bot)[ \t]+)?(?P<secret>[^\s\"'\\,;]+)"),
-          _authorization_is_secret, ("authorization",)),
-    _Rule("bearer-token", re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"), _bearer_is_secret,
-          ("bearer",)),
-    _Rule("url-credentials", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:(?P<secret>[^/\s:@]+)@"), _plain_value,
-          ("://",)),
+    _Rule(
+        "private-key-block",
+        re.compile(
+            r"-----BEGIN (?P<kind>[A-Z ]*)PRIVATE KEY-----(?P<secret>.*?)-----END (?P=kind)PRIVATE KEY-----", re.DOTALL
+        ),
+        _always,
+        ("private key",),
+    ),
+    _Rule(
+        "authorization-header",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
+            r"(?P<scheme>(?:bearer|basic|token|digest|bot)[ \t]+)?(?P<secret>[^\s\"'\\,;]+)"
+        ),
+        _authorization_is_secret,
+        ("authorization",),
+    ),
+    _Rule(
+        "bearer-token",
+        re.compile(r"(?i)\bbearer[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"),
+        _bearer_is_secret,
+        ("bearer",),
+    ),
+    _Rule(
+        "url-credentials", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:(?P<secret>[^/\s:@]+)@"), _plain_value, ("://",)
+    ),
     _Rule("name-value", re.compile(_NAME + _VALUE, re.IGNORECASE), _assignment_is_secret),
-    _Rule("openai-anthropic-key", re.compile(r"(?<![A-Za-z0-9_-])(?P<secret>sk-[A-Za-z0-9][A-Za-z0-9_-]{19,})"),
-          _has_long_random_run, ("sk-",)),
-    _Rule("github-token", re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-          _always, ("gh", "github_pat_")),
+    _Rule(
+        "openai-anthropic-key",
+        re.compile(r"(?<![A-Za-z0-9_-])(?P<secret>sk-[A-Za-z0-9][A-Za-z0-9_-]{19,})"),
+        _has_long_random_run,
+        ("sk-",),
+    ),
+    _Rule(
+        "github-token",
+        re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        _always,
+        ("gh", "github_pat_"),
+    ),
     _Rule("aws-access-key", re.compile(r"\b(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})\b"), _always, ("akia", "asia")),
-    _Rule("jwt", re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
-          _always, ("eyj",)),
+    _Rule(
+        "jwt",
+        re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
+        _always,
+        ("eyj",),
+    ),
     _Rule("slack-token", re.compile(r"\b(?P<secret>xox[abposr]-[A-Za-z0-9-]{10,})"), _always, ("xox",)),
     _Rule("google-api-key", re.compile(r"\b(?P<secret>AIza[0-9A-Za-z_-]{35})"), _always, ("aiza",)),
-    _Rule("stripe-key", re.compile(r"\b(?P<secret>[sr]k_(?:live|test)_[A-Za-z0-9]{16,})"), _always,
-          ("k_live_", "k_test_")),
+    _Rule(
+        "stripe-key", re.compile(r"\b(?P<secret>[sr]k_(?:live|test)_[A-Za-z0-9]{16,})"), _always, ("k_live_", "k_test_")
+    ),
     _Rule("huggingface-token", re.compile(r"\b(?P<secret>hf_[A-Za-z0-9]{30,})"), _always, ("hf_",)),
 )
 
@@ -193,7 +228,7 @@ def _apply(rule: _Rule, text: str) -> tuple[str, int]:
             return match.group(0)
         count += 1
         start, end = match.span("secret")
-        return match.string[match.start():start] + REDACTED + match.string[end:match.end()]
+        return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
 
     return rule.pattern.sub(replace, text), count
 

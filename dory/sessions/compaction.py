@@ -30,8 +30,11 @@ _LIST = {"type": "array", "items": {"type": "string", "maxLength": 600}, "maxIte
 SCHEMA = {
     "type": "object",
     "properties": {
-        "files_modified": _LIST, "key_decisions": _LIST, "important_values": _LIST,
-        "current_state": {"type": "string", "maxLength": 3000}, "pending_tasks": _LIST,
+        "files_modified": _LIST,
+        "key_decisions": _LIST,
+        "important_values": _LIST,
+        "current_state": {"type": "string", "maxLength": 3000},
+        "pending_tasks": _LIST,
     },
     "required": ["files_modified", "key_decisions", "important_values", "current_state", "pending_tasks"],
     "additionalProperties": False,
@@ -65,14 +68,19 @@ def extractive(turns: list[PackMessage], word_cap: int = 400) -> Parts:
         calls += [line[2:] for line in block.splitlines() if line.startswith("- ")]
     said = extract.sentences([(role, text) for role, text in texts if role != "tool"])
     found = extract.values([text for _, text in texts], calls, ITEMS_PER_SECTION)
-    mentioned = [p for p in extract.paths_in([t for r, t in texts if r != "tool"], ITEMS_PER_SECTION)
-                 if p not in found["files"]]
+    mentioned = [
+        p for p in extract.paths_in([t for r, t in texts if r != "tool"], ITEMS_PER_SECTION) if p not in found["files"]
+    ]
     decisions = extract.cued(said, extract.DECISION, ITEMS_PER_SECTION)
     pending = extract.cued([s for s in said if s.turn >= len(turns) // 2], extract.PENDING, ITEMS_PER_SECTION)
     taken = {s.text for s in decisions + pending}
     values = found["urls"] + found["commands"] + found["errors"] + mentioned + found["ids"]
-    parts = Parts(files=found["files"], decisions=[s.attributed() for s in decisions], values=values,
-                  pending=[s.attributed() for s in pending])
+    parts = Parts(
+        files=found["files"],
+        decisions=[s.attributed() for s in decisions],
+        values=values,
+        pending=[s.attributed() for s in pending],
+    )
     # Current State takes the words the other sections leave, with the session's most central sentences.
     room = word_cap - len(_block(parts.sections()).split())
     state = extract.central(said, ITEMS_PER_SECTION * 2, exclude=taken, max_words=room)
@@ -91,6 +99,7 @@ def llm_input(turns: list[PackMessage], previous: str | None) -> str:
 
 def from_llm(answer: dict[str, object]) -> Parts:
     """The model's answer normalised: strings trimmed to one line each, duplicates and blanks dropped."""
+
     def clean(value: object) -> list[str]:
         items = value if isinstance(value, list) else ([] if value is None else [value])
         out: list[str] = []
@@ -100,9 +109,13 @@ def from_llm(answer: dict[str, object]) -> Parts:
                 out.append(text)
         return out[:ITEMS_PER_SECTION]
 
-    return Parts(files=clean(answer.get("files_modified")), decisions=clean(answer.get("key_decisions")),
-                 values=clean(answer.get("important_values")), state=clean(answer.get("current_state")),
-                 pending=clean(answer.get("pending_tasks")))
+    return Parts(
+        files=clean(answer.get("files_modified")),
+        decisions=clean(answer.get("key_decisions")),
+        values=clean(answer.get("important_values")),
+        state=clean(answer.get("current_state")),
+        pending=clean(answer.get("pending_tasks")),
+    )
 
 
 def is_empty(parts: Parts) -> bool:
@@ -131,10 +144,12 @@ def _block(sections: list[list[str]]) -> str:
 
 # --- durable facts flushed into proposals before summarising ---------------------------------------
 
-PREFERENCE = re.compile(r"\b(?:i (?:prefer|always|never|usually|like to|don't like|hate)|please always|"
-                                r"please never|don't ever|my (?:preferred|favourite|favorite))\b", re.IGNORECASE)
-REMEMBER = re.compile(r"\b(?:remember that|note that|for the record|keep in mind that)\b",
-                              re.IGNORECASE)
+PREFERENCE = re.compile(
+    r"\b(?:i (?:prefer|always|never|usually|like to|don't like|hate)|please always|"
+    r"please never|don't ever|my (?:preferred|favourite|favorite))\b",
+    re.IGNORECASE,
+)
+REMEMBER = re.compile(r"\b(?:remember that|note that|for the record|keep in mind that)\b", re.IGNORECASE)
 MAX_FACTS = 10
 
 
@@ -178,15 +193,23 @@ def _fact_kind(text: str, role: str) -> str | None:
         return "preference"
     if role == "user" and REMEMBER.search(text):
         return "fact"
-    if extract.DECISION.search(text) and re.search(r"\b(?:decided|decision|agreed|settled on|from now on)\b",
-                                                            text, re.IGNORECASE):
+    if extract.DECISION.search(text) and re.search(
+        r"\b(?:decided|decision|agreed|settled on|from now on)\b", text, re.IGNORECASE
+    ):
         return "decision"
     return None
 
 
-def summary_file(session_id: str, covers_through: str | None, method: str, block: str, stats: dict[str, int],
-                 created: str) -> str:
-    meta = {"type": "session_summary", "session_id": session_id, "covers_through": covers_through,
-            "method": method, "created": created, **stats}
+def summary_file(
+    session_id: str, covers_through: str | None, method: str, block: str, stats: dict[str, int], created: str
+) -> str:
+    meta = {
+        "type": "session_summary",
+        "session_id": session_id,
+        "covers_through": covers_through,
+        "method": method,
+        "created": created,
+        **stats,
+    }
     head = "\n".join(f"{key}: {json.dumps(value)}" for key, value in meta.items())
     return f"---\n{head}\n---\n\n{block}\n"

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from dory.service import DoryService
 
 
-
 class ContextService:
     def __init__(self, service: DoryService) -> None:
         self.service = service
@@ -47,10 +46,16 @@ class ContextService:
             block = self.service.wake(WakeRequest(profile=req.wake_profile)).block
             system = f"{block}\n\n{system}" if system else block
         return packing.pack(
-            messages, req.budget, self.service.token_counter().count, query=req.query,
+            messages,
+            req.budget,
+            self.service.token_counter().count,
+            query=req.query,
             reserve=cfg.reserve if req.reserve is None else req.reserve,
             min_recent=cfg.min_recent if req.min_recent is None else req.min_recent,
-            beta=cfg.beta if req.beta is None else req.beta, system=system, summary=summary)
+            beta=cfg.beta if req.beta is None else req.beta,
+            system=system,
+            summary=summary,
+        )
 
     def remind(self, req: RemindRequest) -> RemindResponse:
         """The archived text of each message or chunk id, exactly as the transcript holds it."""
@@ -63,8 +68,16 @@ class ContextService:
                 found = packing.remind(session_messages(session), [wanted], count).get(wanted)
                 if found is not None:
                     message, text = found
-                    items.append(RemindItem(id=wanted, session_id=session.session_id, path=rel, role=message.role,
-                                            time=message.time, text=text))
+                    items.append(
+                        RemindItem(
+                            id=wanted,
+                            session_id=session.session_id,
+                            path=rel,
+                            role=message.role,
+                            time=message.time,
+                            text=text,
+                        )
+                    )
                     break
             if found is None:
                 missing.append(wanted)
@@ -89,8 +102,10 @@ class ContextService:
 
 def session_messages(session: Session) -> list[packing.PackMessage]:
     weights = parse_weights(session.extra.get(WEIGHTS_KEY))
-    return [packing.PackMessage(m.id, m.role, _with_calls(m.text, m.tool_calls), m.kind, m.time,
-                                weights.get(m.id, 0.0)) for m in session.turns()]
+    return [
+        packing.PackMessage(m.id, m.role, _with_calls(m.text, m.tool_calls), m.kind, m.time, weights.get(m.id, 0.0))
+        for m in session.turns()
+    ]
 
 
 def _with_calls(text: str, calls: list[str]) -> str:
@@ -117,4 +132,4 @@ def read_summary(file: Path) -> str | None:
     start, end = text.find(compaction.OPEN), text.rfind(compaction.CLOSE)
     if start < 0 or end < start:
         return None
-    return text[start:end + len(compaction.CLOSE)]
+    return text[start : end + len(compaction.CLOSE)]

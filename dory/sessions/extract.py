@@ -29,23 +29,35 @@ really much thanks thank great good wow cool
 STOP = frozenset(_STOP_WORDS.split())
 
 URL = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
-PATH = re.compile(r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}(?::\d+)?(?![\w/])"
-                  r"|(?<![\w/.-])[\w-]+\.(?:py|md|ts|tsx|js|json|toml|yaml|yml|rs|go|sh|sql|txt|cfg|ini|lock)\b")
-IDENT = re.compile(r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40}|"
-                   r"[A-Z][A-Z0-9]+-\d+)\b|(?<![\w#])#\d{2,}\b")
-ERROR_LINE = re.compile(r"(?:error|exception|traceback|failed|fatal|panic|denied|refused|not found|"
-                        r"\b[45]\d\d\b|errno)", re.IGNORECASE)
+PATH = re.compile(
+    r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}(?::\d+)?(?![\w/])"
+    r"|(?<![\w/.-])[\w-]+\.(?:py|md|ts|tsx|js|json|toml|yaml|yml|rs|go|sh|sql|txt|cfg|ini|lock)\b"
+)
+IDENT = re.compile(
+    r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40}|"
+    r"[A-Z][A-Z0-9]+-\d+)\b|(?<![\w#])#\d{2,}\b"
+)
+ERROR_LINE = re.compile(
+    r"(?:error|exception|traceback|failed|fatal|panic|denied|refused|not found|"
+    r"\b[45]\d\d\b|errno)",
+    re.IGNORECASE,
+)
 COMMAND_CALL = re.compile(r"^(?:bash|shell|exec|run|local_shell|terminal|command)\s*:\s*(.+)$", re.IGNORECASE)
-EDIT_CALL = re.compile(r"^(?:edit|write|multiedit|apply_patch|create|str_replace\w*|notebookedit|patch)\s*:\s*(.+)$",
-                       re.IGNORECASE)
+EDIT_CALL = re.compile(
+    r"^(?:edit|write|multiedit|apply_patch|create|str_replace\w*|notebookedit|patch)\s*:\s*(.+)$", re.IGNORECASE
+)
 DECISION = re.compile(
     r"\b(?:decided|decide to|decision|we(?:'ll| will) (?:use|go with|keep|switch)|let's (?:use|go with|keep|switch)|"
     r"going with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|from now on|plan is to|"
-    r"i(?:'ll| will) (?:use|go with|start|join|take|apply|move))\b", re.IGNORECASE)
+    r"i(?:'ll| will) (?:use|go with|start|join|take|apply|move))\b",
+    re.IGNORECASE,
+)
 PENDING = re.compile(
     r"(?:^\s*[-*] \[ \]|\btodo\b|\bfixme\b|\bnext(?: step)?s?\b|\bneed(?:s)? to\b|\bstill (?:need|have|to)\b|"
     r"\bremaining\b|\bpending\b|\bnot yet\b|\blater\b|\bfollow[- ]up\b|\bplan(?:ning)? to\b|\bgoing to\b|"
-    r"\bwill (?:try|look|check|fix|add|write|send)\b)", re.IGNORECASE)
+    r"\bwill (?:try|look|check|fix|add|write|send)\b)",
+    re.IGNORECASE,
+)
 
 
 # Someone reporting what they did: a first-person subject, then a past-tense verb (regular -ed or a
@@ -55,17 +67,26 @@ tried became lost sold spent taught caught drew sang flew drove grew fell kept p
 been gone done seen taken begun shipped set put cut hit sent broke"""
 DONE = re.compile(
     r"\b(?:i|we)(?:'ve| have| had)?(?: (?:just|recently|finally|also|actually|already|since))* "
-    rf"(?:\w+ed|{'|'.join(_IRREGULAR.split())})\b", re.IGNORECASE)
-WHEN = re.compile(r"\b(?:yesterday|today|tonight|tomorrow|recently|just|finally|ago|last (?:week|weekend|night|month|"
-                  r"year|\w+day)|this (?:morning|afternoon|evening|week|weekend|month)|next (?:week|month|year))\b",
-                  re.IGNORECASE)
-PLAN = re.compile(r"\b(?:i|we)(?:'m| am|'re| are) (?:going to|gonna|planning|about to|thinking (?:of|about))\b|"
-                  r"\b(?:i|we)(?:'ll| will| plan to)\b", re.IGNORECASE)
+    rf"(?:\w+ed|{'|'.join(_IRREGULAR.split())})\b",
+    re.IGNORECASE,
+)
+WHEN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|recently|just|finally|ago|last (?:week|weekend|night|month|"
+    r"year|\w+day)|this (?:morning|afternoon|evening|week|weekend|month)|next (?:week|month|year))\b",
+    re.IGNORECASE,
+)
+PLAN = re.compile(
+    r"\b(?:i|we)(?:'m| am|'re| are) (?:going to|gonna|planning|about to|thinking (?:of|about))\b|"
+    r"\b(?:i|we)(?:'ll| will| plan to)\b",
+    re.IGNORECASE,
+)
 
 
 # A turn written as `**Name** (anchor): text` or `Name: text` (transcripts of people talking).
-_SPEAKER = re.compile(r"^\s*(?:\*\*(?P<bold>[^*\n]{1,40})\*\*|(?P<plain>[A-Z][\w .'-]{0,30}))"
-                      r"\s*(?:\([^)\n]{1,20}\))?\s*:(?!//)\s*")
+_SPEAKER = re.compile(
+    r"^\s*(?:\*\*(?P<bold>[^*\n]{1,40})\*\*|(?P<plain>[A-Z][\w .'-]{0,30}))"
+    r"\s*(?:\([^)\n]{1,20}\))?\s*:(?!//)\s*"
+)
 
 
 @dataclass(frozen=True)
@@ -81,9 +102,37 @@ class Sentence:
 
 
 # Labels that open a line like a speaker would but are not people.
-_NOT_SPEAKERS = frozenset({"todo", "fixme", "note", "notes", "next", "next steps", "next step", "decision", "decisions",
-                           "error", "warning", "summary", "update", "status", "result", "output", "question",
-                           "answer", "q", "a", "tl;dr", "important", "edit", "fix", "done", "plan", "goal"})
+_NOT_SPEAKERS = frozenset(
+    {
+        "todo",
+        "fixme",
+        "note",
+        "notes",
+        "next",
+        "next steps",
+        "next step",
+        "decision",
+        "decisions",
+        "error",
+        "warning",
+        "summary",
+        "update",
+        "status",
+        "result",
+        "output",
+        "question",
+        "answer",
+        "q",
+        "a",
+        "tl;dr",
+        "important",
+        "edit",
+        "fix",
+        "done",
+        "plan",
+        "goal",
+    }
+)
 
 
 def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
@@ -92,10 +141,11 @@ def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
     for index, (role, text) in enumerate(turns):
         prose = re.sub(r"```.*?(?:```|$)", " ", text, flags=re.DOTALL)
         speaker = None
-        if (m := _SPEAKER.match(prose)) and (name := (m.group("bold") or m.group("plain")).strip()).lower() \
-                not in _NOT_SPEAKERS:
+        if (m := _SPEAKER.match(prose)) and (
+            name := (m.group("bold") or m.group("plain")).strip()
+        ).lower() not in _NOT_SPEAKERS:
             speaker = name
-            prose = prose[m.end():]
+            prose = prose[m.end() :]
         for piece in _SENTENCE.split(prose):
             piece = " ".join(piece.split())
             if len(piece) >= 12 and any(ch.isalpha() for ch in piece):
@@ -107,8 +157,9 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOP and len(w) > 1]
 
 
-def central(items: list[Sentence], limit: int, exclude: set[str] | None = None,
-            max_words: int | None = None) -> list[Sentence]:
+def central(
+    items: list[Sentence], limit: int, exclude: set[str] | None = None, max_words: int | None = None
+) -> list[Sentence]:
     """The most representative sentences (TF-IDF cosine to the centroid), at most `limit` of them and at
     most `max_words` words together, in their original order."""
     exclude = exclude or set()
@@ -135,8 +186,9 @@ def central(items: list[Sentence], limit: int, exclude: set[str] | None = None,
     return _pick(items, bags, scored, limit, max_words)
 
 
-def salient(items: list[Sentence], limit: int, max_words: int | None = None,
-            exclude: set[str] | None = None) -> list[Sentence]:
+def salient(
+    items: list[Sentence], limit: int, max_words: int | None = None, exclude: set[str] | None = None
+) -> list[Sentence]:
     """The sentences that carry the news: informative ones (summed IDF of their words), favoured when
     they report a first-person event, name a time, or announce a plan; questions count for little.
     At most `limit` sentences and `max_words` words together, near-duplicates dropped, in order."""
@@ -156,8 +208,9 @@ def salient(items: list[Sentence], limit: int, max_words: int | None = None,
     return _pick(items, bags, scored, limit, max_words)
 
 
-def _pick(items: list[Sentence], bags: list[Counter[str]], scored: list[tuple[float, int]], limit: int,
-          max_words: int | None) -> list[Sentence]:
+def _pick(
+    items: list[Sentence], bags: list[Counter[str]], scored: list[tuple[float, int]], limit: int, max_words: int | None
+) -> list[Sentence]:
     """The best-scored sentences that fit, skipping near-duplicates of ones already taken, in text order."""
     chosen: list[int] = []
     budget = max_words if max_words is not None else math.inf

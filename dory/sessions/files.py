@@ -51,8 +51,9 @@ class SessionFiles:
         if not rows:
             raise NotFound(f"no session {ident!r}; `dory sessions list` shows them", id=ident)
         if len(rows) > 1:
-            raise UsageError(f"{ident!r} matches several sessions; give more of the id",
-                             candidates=[row[1] for row in rows])
+            raise UsageError(
+                f"{ident!r} matches several sessions; give more of the id", candidates=[row[1] for row in rows]
+            )
         return str(rows[0][0])
 
     def load(self, rel: str) -> tuple[Session, bytes]:
@@ -75,8 +76,9 @@ class SessionFiles:
             before = _read_if_there(path, rel)
             existing = parse_session(rel, before) if before is not None else None
             if existing is not None and existing.session_id != incoming.session_id:
-                raise WriteConflict(f"{rel} holds another session ({existing.session_id}); nothing was written",
-                                    path=rel)
+                raise WriteConflict(
+                    f"{rel} holds another session ({existing.session_id}); nothing was written", path=rel
+                )
             session = merge(existing, incoming) if existing is not None else incoming
             after = render_session(session)
             report = _report(rel, session, existing, after == before)
@@ -90,11 +92,13 @@ class SessionFiles:
             except WriteConflict:
                 continue  # someone else wrote it meanwhile: read and merge again
             except OSError as exc:
-                raise UnreadableFile(f"cannot write {rel}: {exc.strerror or exc}", path=rel, reason="unwritable") \
-                    from exc
+                raise UnreadableFile(
+                    f"cannot write {rel}: {exc.strerror or exc}", path=rel, reason="unwritable"
+                ) from exc
             return report
-        raise WriteConflict(f"session {incoming.session_id} kept changing while it was saved; try again",
-                            session_id=incoming.session_id)
+        raise WriteConflict(
+            f"session {incoming.session_id} kept changing while it was saved; try again", session_id=incoming.session_id
+        )
 
     def _writable(self, rel: str) -> Path:
         """The transcript's path, refused when it (or a folder on the way) leads outside the corpus."""
@@ -132,7 +136,7 @@ class SessionFiles:
         """Edit frontmatter keys in place (every other byte kept), with a compare-and-swap."""
         for _ in range(SAVE_ATTEMPTS):
             doc = read_editable(self.corpus, rel, MAX_TRANSCRIPT_BYTES)
-            body = "\n".join(doc.lines[doc.body_start:])
+            body = "\n".join(doc.lines[doc.body_start :])
             try:
                 swap_if_unchanged(self.corpus / rel, set_fields(doc, updates, body), doc.sha256)
             except WriteConflict:
@@ -160,11 +164,26 @@ def _report(rel: str, session: Session, existing: Session | None, same: bool) ->
     else:
         added = len(session.messages) - len(existing.messages)
         action = "appended" if added else "updated"  # only the frontmatter moved (status, source)
-    return IngestedSession(path=rel, session_id=session.session_id, title=session.title, status=session.status,
-                           action=action, messages=len(session.messages), added=max(added, 0))  # type: ignore[arg-type]
+    return IngestedSession(
+        path=rel,
+        session_id=session.session_id,
+        title=session.title,
+        status=session.status,
+        action=action,
+        messages=len(session.messages),
+        added=max(added, 0),
+    )  # type: ignore[arg-type]
 
 
 def info(rel: str, session: Session) -> SessionInfo:
-    return SessionInfo(path=rel, session_id=session.session_id, agent=session.agent, device=session.device,
-                       title=session.title, status=session.status, started=session.started, updated=session.updated,
-                       messages=len(session.turns()))
+    return SessionInfo(
+        path=rel,
+        session_id=session.session_id,
+        agent=session.agent,
+        device=session.device,
+        title=session.title,
+        status=session.status,
+        started=session.started,
+        updated=session.updated,
+        messages=len(session.turns()),
+    )

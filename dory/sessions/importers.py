@@ -126,8 +126,11 @@ class _Source:
 
     def add(self, draft: _Draft) -> None:
         last = self.drafts[-1] if self.drafts else None
-        if draft.group and last and (last.group, last.role, last.session_id) == (draft.group, draft.role,
-                                                                                    draft.session_id):
+        if (
+            draft.group
+            and last
+            and (last.group, last.role, last.session_id) == (draft.group, draft.role, draft.session_id)
+        ):
             if draft.text and draft.text != last.text:  # a line written twice adds nothing
                 last.text = "\n\n".join(text for text in (last.text, draft.text) if text)
             last.tool_calls += [call for call in draft.tool_calls if call not in last.tool_calls]
@@ -148,8 +151,15 @@ class _Source:
 # --- entry points -----------------------------------------------------------------------------------
 
 
-def parse_source(data: bytes, fmt: Format = "auto", source_path: str | None = None, agent: str | None = None,
-                 device: str = "unknown", *, now: dt.datetime | None = None) -> ImportResult:
+def parse_source(
+    data: bytes,
+    fmt: Format = "auto",
+    source_path: str | None = None,
+    agent: str | None = None,
+    device: str = "unknown",
+    *,
+    now: dt.datetime | None = None,
+) -> ImportResult:
     """The sessions in one harness file, with problems and the redaction count (see the module docstring)."""
     chosen = detect_format(data, source_path) if fmt == "auto" else fmt
     if chosen not in FORMATS:
@@ -164,8 +174,8 @@ def parse_source(data: bytes, fmt: Format = "auto", source_path: str | None = No
 
 
 def detect_format(data: bytes, source_path: str | None = None) -> str:
-    """"markdown", "codex", "claude-code" or "jsonl", from the content first and the path second."""
-    head = data[:256 * 1024].decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    """ "markdown", "codex", "claude-code" or "jsonl", from the content first and the path second."""
+    head = data[: 256 * 1024].decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if not head.startswith("{"):
         return "markdown"
     for line in head.split("\n")[:_SNIFF_LINES]:
@@ -191,8 +201,9 @@ def _sniff(record: dict[str, Any]) -> str | None:
     if "instructions" in record and "id" in record and "type" not in record:
         return "codex"  # the header line of a legacy rollout
     content = record.get("content")
-    if isinstance(content, list) and any(isinstance(part, dict) and part.get("type") in ("input_text", "output_text")
-                                         for part in content):
+    if isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in ("input_text", "output_text") for part in content
+    ):
         return "codex"
     if "sessionId" in record or (kind == "summary" and "leafUuid" in record):
         return "claude-code"
@@ -318,10 +329,17 @@ def _str(value: object) -> str | None:
 # --- generic JSONL ----------------------------------------------------------------------------------
 
 _GENERIC_ROLES: dict[str, tuple[Role, Kind]] = {
-    "user": ("user", "message"), "human": ("user", "message"),
-    "assistant": ("assistant", "message"), "ai": ("assistant", "message"), "model": ("assistant", "message"),
-    "bot": ("assistant", "message"), "tool_result": ("tool", "tool_result"), "tool": ("tool", "tool_result"),
-    "function": ("tool", "tool_result"), "system": ("system", "message"), "summary": ("system", "summary"),
+    "user": ("user", "message"),
+    "human": ("user", "message"),
+    "assistant": ("assistant", "message"),
+    "ai": ("assistant", "message"),
+    "model": ("assistant", "message"),
+    "bot": ("assistant", "message"),
+    "tool_result": ("tool", "tool_result"),
+    "tool": ("tool", "tool_result"),
+    "function": ("tool", "tool_result"),
+    "system": ("system", "message"),
+    "summary": ("system", "summary"),
 }
 
 
@@ -404,8 +422,9 @@ def _read_claude(records: list[tuple[int, dict[str, Any]]]) -> _Source:
     return source
 
 
-def _claude_turn(source: _Source, number: int, record: dict[str, Any], session_id: str | None,
-                 time: str | None) -> None:
+def _claude_turn(
+    source: _Source, number: int, record: dict[str, Any], session_id: str | None, time: str | None
+) -> None:
     message = record.get("message")
     if not isinstance(message, dict):
         source.problems.append(Problem(number, f"{record['type']} record without a message object"))
@@ -450,8 +469,11 @@ def _claude_result(part: dict[str, Any]) -> str:
 
 # --- Codex ------------------------------------------------------------------------------------------
 
-_INJECTED = re.compile(r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions)>"
-                       r"|# AGENTS\.md instructions)", re.IGNORECASE)
+_INJECTED = re.compile(
+    r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions)>"
+    r"|# AGENTS\.md instructions)",
+    re.IGNORECASE,
+)
 _CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _LEGACY_ITEMS = ("message", "reasoning", *_CALL_TYPES, *_OUTPUT_TYPES)
@@ -573,19 +595,25 @@ def _codex_output(output: object) -> str:
 
 
 _CODEX_HANDLERS: dict[str, Callable[[_Source, dict[str, Any], str | None], None]] = {
-    "session_meta": _codex_meta, "response_item": _codex_item, "event_msg": _codex_event,
-    "turn_context": _codex_context, "compacted": _codex_compacted,
+    "session_meta": _codex_meta,
+    "response_item": _codex_item,
+    "event_msg": _codex_event,
+    "turn_context": _codex_context,
+    "compacted": _codex_compacted,
 }
 _READERS: dict[str, Callable[[list[tuple[int, dict[str, Any]]]], _Source]] = {
-    "jsonl": _read_jsonl, "claude-code": _read_claude, "codex": _read_codex,
+    "jsonl": _read_jsonl,
+    "claude-code": _read_claude,
+    "codex": _read_codex,
 }
 
 
 # --- from drafts to sessions ------------------------------------------------------------------------
 
 
-def _build(source: _Source, fmt: str, data: bytes, source_path: str | None, agent: str, device: str,
-           now: dt.datetime | None) -> ImportResult:
+def _build(
+    source: _Source, fmt: str, data: bytes, source_path: str | None, agent: str, device: str, now: dt.datetime | None
+) -> ImportResult:
     result = ImportResult(problems=list(source.problems))
     file_id = source.first_id or _id_from_path(source_path, fmt) or _hash_id(data)
     grouped: dict[str, list[_Draft]] = {}
@@ -600,10 +628,21 @@ def _build(source: _Source, fmt: str, data: bytes, source_path: str | None, agen
         title, extra, count = _described(source, session_id, session_id == file_id)
         result.redactions += count
         started, updated = _span(messages)
-        result.sessions.append(Session(
-            session_id=session_id, agent=agent, device=device, title=title or _title_from(messages),
-            status=_status_for(updated, source.truncated, now), started=started, updated=updated,
-            messages=messages, source_format=fmt, source_path=source_path, extra=extra))
+        result.sessions.append(
+            Session(
+                session_id=session_id,
+                agent=agent,
+                device=device,
+                title=title or _title_from(messages),
+                status=_status_for(updated, source.truncated, now),
+                started=started,
+                updated=updated,
+                messages=messages,
+                source_format=fmt,
+                source_path=source_path,
+                extra=extra,
+            )
+        )
     return result
 
 
@@ -633,8 +672,9 @@ def _messages(session_id: str, drafts: list[_Draft]) -> tuple[list[Message], int
     for draft in kept:
         seen[(draft.role, draft.time, draft.text)] += 1
         occurrence = seen[(draft.role, draft.time, draft.text)]
-        messages.append(new_message(session_id, draft.role, draft.time, draft.text, draft.tool_calls, draft.kind,
-                                    occurrence))
+        messages.append(
+            new_message(session_id, draft.role, draft.time, draft.text, draft.tool_calls, draft.kind, occurrence)
+        )
     return messages, total
 
 
@@ -669,7 +709,7 @@ def _title_from(messages: list[Message]) -> str:
 
 
 def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _status_for(updated: str | None, truncated: bool, now: dt.datetime | None) -> Status:
@@ -721,7 +761,11 @@ def _import_markdown(data: bytes, source_path: str | None, agent: str | None, de
     if not messages:
         return ImportResult(problems=[Problem(0, f"session {session.session_id}: no messages")], redactions=total)
     session = dataclasses.replace(
-        session, messages=messages, title=title, preamble=preamble,
+        session,
+        messages=messages,
+        title=title,
+        preamble=preamble,
         agent=agent if session.agent == "unknown" and agent else session.agent,
-        device=device if session.device == "unknown" else session.device)
+        device=device if session.device == "unknown" else session.device,
+    )
     return ImportResult(sessions=[session], redactions=total)

@@ -91,9 +91,18 @@ def chunks_of(message: PackMessage, index: int, count: TokenCounter, total: int 
     return [Chunk(f"{message.id}#{n}", index, piece, count(piece)) for n, piece in enumerate(pieces, start=1)]
 
 
-def pack(messages: list[PackMessage], budget: int, count: TokenCounter, *, query: str | None = None,
-         reserve: int = 0, min_recent: int = 6, beta: float = 0.7, system: str | None = None,
-         summary: str | None = None) -> ContextPackResponse:
+def pack(
+    messages: list[PackMessage],
+    budget: int,
+    count: TokenCounter,
+    *,
+    query: str | None = None,
+    reserve: int = 0,
+    min_recent: int = 6,
+    beta: float = 0.7,
+    system: str | None = None,
+    summary: str | None = None,
+) -> ContextPackResponse:
     available = max(budget - reserve, 0)
     head = _head(system, summary, count)
     costs = [count(m.text) + MESSAGE_OVERHEAD for m in messages]
@@ -104,8 +113,17 @@ def pack(messages: list[PackMessage], budget: int, count: TokenCounter, *, query
     return _packed(messages, costs, head, budget, available, count, query, min_recent, beta)
 
 
-def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem], budget: int, available: int,
-            count: TokenCounter, query: str | None, min_recent: int, beta: float) -> ContextPackResponse:
+def _packed(
+    messages: list[PackMessage],
+    costs: list[int],
+    head: list[PackedItem],
+    budget: int,
+    available: int,
+    count: TokenCounter,
+    query: str | None,
+    min_recent: int,
+    beta: float,
+) -> ContextPackResponse:
     warnings: list[str] = []
     room = available - sum(item.tokens for item in head)
     plan = _Plan()
@@ -117,8 +135,11 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
     if len(plan.kept) < len(protected):
         warnings.append(f"the last {min_recent} messages do not fit the budget; {len(plan.kept)} were kept")
     room = max(room - PLACEHOLDER_ALLOWANCE, 0)
-    older = [chunk for i, m in enumerate(messages[:len(messages) - len(protected)])
-             for chunk in chunks_of(m, i, count, costs[i] - MESSAGE_OVERHEAD)]
+    older = [
+        chunk
+        for i, m in enumerate(messages[: len(messages) - len(protected)])
+        for chunk in chunks_of(m, i, count, costs[i] - MESSAGE_OVERHEAD)
+    ]
     _score(older, messages, query, beta)
     recall_room = int(room * RECALL_SHARE) if any(c.utility > 0 for c in older) else 0
     room -= _recall(plan, older, recall_room)
@@ -127,8 +148,10 @@ def _packed(messages: list[PackMessage], costs: list[int], head: list[PackedItem
     items, archived = _assemble(plan, messages, costs, head, count)
     while sum(item.tokens for item in items) > available:  # the placeholders were not planned for
         if not _give_back(plan, protected):
-            warnings.append("nothing more can be dropped: the budget is too small for what is protected "
-                            "(system block, summary, newest message) and the placeholders")
+            warnings.append(
+                "nothing more can be dropped: the budget is too small for what is protected "
+                "(system block, summary, newest message) and the placeholders"
+            )
             break
         items, archived = _assemble(plan, messages, costs, head, count)
     recalled = sorted(plan.recalled, key=lambda cid: (plan.recalled[cid].index, cid))
@@ -213,8 +236,9 @@ def _fill_recent(plan: _Plan, messages: list[PackMessage], costs: list[int], roo
     return room
 
 
-def _assemble(plan: _Plan, messages: list[PackMessage], costs: list[int], head: list[PackedItem],
-              count: TokenCounter) -> tuple[list[PackedItem], list[ArchivedRange]]:
+def _assemble(
+    plan: _Plan, messages: list[PackMessage], costs: list[int], head: list[PackedItem], count: TokenCounter
+) -> tuple[list[PackedItem], list[ArchivedRange]]:
     items = list(head)
     archived: list[ArchivedRange] = []
     run: list[int] = []
@@ -231,23 +255,48 @@ def _assemble(plan: _Plan, messages: list[PackMessage], costs: list[int], head: 
     return items, archived
 
 
-def _archive(run: list[int], plan: _Plan, messages: list[PackMessage], costs: list[int], count: TokenCounter,
-             archived: list[ArchivedRange]) -> list[PackedItem]:
+def _archive(
+    run: list[int],
+    plan: _Plan,
+    messages: list[PackMessage],
+    costs: list[int],
+    count: TokenCounter,
+    archived: list[ArchivedRange],
+) -> list[PackedItem]:
     """A placeholder for the run of left-out messages, followed by its recalled chunks in order."""
     first, last = messages[run[0]], messages[run[-1]]
     recalled = sorted((c for c in plan.recalled.values() if c.index in set(run)), key=lambda c: (c.index, c.id))
     gist = _gist([messages[i] for i in run])
-    archived.append(ArchivedRange(first_id=first.id, last_id=last.id, messages=len(run),
-                                  tokens=sum(costs[i] for i in run), gist=gist, recalled=[c.id for c in recalled]))
+    archived.append(
+        ArchivedRange(
+            first_id=first.id,
+            last_id=last.id,
+            messages=len(run),
+            tokens=sum(costs[i] for i in run),
+            gist=gist,
+            recalled=[c.id for c in recalled],
+        )
+    )
     span = first.id if len(run) == 1 else f"{first.id} … {last.id}"
-    label = (f"[archived: {len(run)} message{'s' if len(run) != 1 else ''} ({span}), "
-             f"{archived[-1].tokens} tokens — {gist}; `dory context remind {first.id}` brings one back]")
-    items = [PackedItem(kind="placeholder", id=first.id, role="system", text=label,
-                        tokens=count(label) + MESSAGE_OVERHEAD)]
+    label = (
+        f"[archived: {len(run)} message{'s' if len(run) != 1 else ''} ({span}), "
+        f"{archived[-1].tokens} tokens — {gist}; `dory context remind {first.id}` brings one back]"
+    )
+    items = [
+        PackedItem(kind="placeholder", id=first.id, role="system", text=label, tokens=count(label) + MESSAGE_OVERHEAD)
+    ]
     for chunk in recalled:
         message = messages[chunk.index]
-        items.append(PackedItem(kind="recalled", id=chunk.id, role=message.role, time=message.time, text=chunk.text,
-                                tokens=chunk.tokens + MESSAGE_OVERHEAD))
+        items.append(
+            PackedItem(
+                kind="recalled",
+                id=chunk.id,
+                role=message.role,
+                time=message.time,
+                text=chunk.text,
+                tokens=chunk.tokens + MESSAGE_OVERHEAD,
+            )
+        )
     return items
 
 
@@ -255,21 +304,43 @@ def _gist(run: list[PackMessage]) -> str:
     """One line: the first user words of the range, else its first words."""
     source = next((m for m in run if m.role == "user" and m.text.strip()), run[0])
     words = " ".join(source.text.split())
-    return words if len(words) <= GIST_CHARS else words[:GIST_CHARS - 1].rstrip() + "…"
+    return words if len(words) <= GIST_CHARS else words[: GIST_CHARS - 1].rstrip() + "…"
 
 
 def _item(message: PackMessage, kind: str, tokens: int) -> PackedItem:
-    return PackedItem(kind=kind, id=message.id, role=message.role, time=message.time, text=message.text,  # type: ignore[arg-type]
-                      tokens=tokens)
+    return PackedItem(
+        kind=kind,
+        id=message.id,
+        role=message.role,
+        time=message.time,
+        text=message.text,  # type: ignore[arg-type]
+        tokens=tokens,
+    )
 
 
-def _response(lane: str, budget: int, available: int, items: list[PackedItem], archived: list[ArchivedRange],
-              recalled: list[str], protected: list[str], warnings: list[str] | None = None) -> ContextPackResponse:
+def _response(
+    lane: str,
+    budget: int,
+    available: int,
+    items: list[PackedItem],
+    archived: list[ArchivedRange],
+    recalled: list[str],
+    protected: list[str],
+    warnings: list[str] | None = None,
+) -> ContextPackResponse:
     tokens = sum(item.tokens for item in items)
     return ContextPackResponse(
-        lane=lane, budget=budget, available=available, tokens=tokens,  # type: ignore[arg-type]
-        fill_ratio=round(tokens / available, 4) if available else 0.0, items=items, archived=archived,
-        recalled=recalled, protected=protected, warnings=warnings or [])
+        lane=lane,
+        budget=budget,
+        available=available,
+        tokens=tokens,  # type: ignore[arg-type]
+        fill_ratio=round(tokens / available, 4) if available else 0.0,
+        items=items,
+        archived=archived,
+        recalled=recalled,
+        protected=protected,
+        warnings=warnings or [],
+    )
 
 
 def remind(messages: list[PackMessage], ids: list[str], count: TokenCounter) -> dict[str, tuple[PackMessage, str]]:

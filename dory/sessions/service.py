@@ -63,17 +63,30 @@ class SessionService:
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
-        response = self._save(req.content.encode("utf-8", "surrogatepass"), req.format, req.source_path, req.agent,
-                              req.device, req.dry_run)
+        response = self._save(
+            req.content.encode("utf-8", "surrogatepass"),
+            req.format,
+            req.source_path,
+            req.agent,
+            req.device,
+            req.dry_run,
+        )
         self._index([s.path for s in response.sessions if s.action in CHANGED], response)
         return response
 
-    def _save(self, data: bytes, fmt: str, source_path: str | None, agent: str | None, device: str | None,
-              dry_run: bool) -> SessionIngestResponse:
+    def _save(
+        self, data: bytes, fmt: str, source_path: str | None, agent: str | None, device: str | None, dry_run: bool
+    ) -> SessionIngestResponse:
         """Parse one harness file and save its sessions (the index is told by the caller)."""
         fmt = detect_format(data, source_path) if fmt == "auto" else fmt
-        result = parse_source(data, fmt, source_path, agent, device or this_device(),  # type: ignore[arg-type]
-                              now=dt.datetime.now(dt.UTC))
+        result = parse_source(
+            data,
+            fmt,
+            source_path,
+            agent,
+            device or this_device(),  # type: ignore[arg-type]
+            now=dt.datetime.now(dt.UTC),
+        )
         problems = [IngestProblem(line=p.line, message=p.message) for p in result.problems]
         saved = []
         files = self.service.session_files()
@@ -82,8 +95,14 @@ class SessionService:
                 saved.append(files.save(session, dry_run))
             except DoryError as exc:  # a transcript with broken frontmatter is never rewritten
                 problems.append(IngestProblem(line=0, message=f"session {session.session_id}: {exc.message}"))
-        return SessionIngestResponse(source=source_path, format=fmt, sessions=saved, problems=problems,
-                                     redactions=result.redactions, dry_run=dry_run)
+        return SessionIngestResponse(
+            source=source_path,
+            format=fmt,
+            sessions=saved,
+            problems=problems,
+            redactions=result.redactions,
+            dry_run=dry_run,
+        )
 
     def _index(self, paths: list[str], response: SessionIngestResponse) -> None:
         if paths and not response.dry_run:
@@ -114,10 +133,23 @@ class SessionService:
 
     # -- reading -----------------------------------------------------------------------------
     def list(self, req: SessionListRequest) -> SessionListResponse:
-        rows, total = self.service.session_store.sessions(req.agent, req.status, req.since, req.include_deleted,
-                                                          req.limit)
-        sessions = [SessionInfo(path=r[0], session_id=r[1], agent=r[2], device=r[3], title=r[4], status=r[5],
-                                started=r[6], updated=r[7], messages=r[8]) for r in rows]
+        rows, total = self.service.session_store.sessions(
+            req.agent, req.status, req.since, req.include_deleted, req.limit
+        )
+        sessions = [
+            SessionInfo(
+                path=r[0],
+                session_id=r[1],
+                agent=r[2],
+                device=r[3],
+                title=r[4],
+                status=r[5],
+                started=r[6],
+                updated=r[7],
+                messages=r[8],
+            )
+            for r in rows
+        ]
         return SessionListResponse(sessions=sessions, total=total)
 
     def show(self, ident: str, last: int | None = None) -> SessionShowResponse:
@@ -128,8 +160,9 @@ class SessionService:
         shown = turns[-last:] if last else turns
         summary_file = self.service.settings.corpus / files.summary_path(rel)
         summary = summary_file.read_text(encoding="utf-8", errors="replace") if summary_file.is_file() else None
-        return SessionShowResponse(session=info(rel, session), turns=[_turn(m) for m in shown],
-                                   total_turns=len(turns), summary=summary)
+        return SessionShowResponse(
+            session=info(rel, session), turns=[_turn(m) for m in shown], total_turns=len(turns), summary=summary
+        )
 
     def export(self, ident: str, fmt: str) -> SessionExportResponse:
         files = self.service.session_files()
@@ -138,8 +171,9 @@ class SessionService:
         if fmt == "markdown":
             content = data.decode("utf-8", errors="replace")
         elif fmt == "jsonl":
-            content = "".join(json.dumps(_jsonl_record(session.session_id, m), ensure_ascii=False) + "\n"
-                              for m in session.turns())
+            content = "".join(
+                json.dumps(_jsonl_record(session.session_id, m), ensure_ascii=False) + "\n" for m in session.turns()
+            )
         else:
             raise UsageError(f"unknown export format {fmt!r}; use markdown or jsonl")
         return SessionExportResponse(session=info(rel, session), format=fmt, content=content)  # type: ignore[arg-type]
@@ -151,8 +185,8 @@ class SessionService:
         rel = files.resolve(req.id)
         session, _ = files.load(rel)
         messages = session_messages(session)
-        covered = messages[:max(len(messages) - req.retain, 0)]
-        retained = messages[len(covered):]
+        covered = messages[: max(len(messages) - req.retain, 0)]
+        retained = messages[len(covered) :]
         summary_rel = files.summary_path(rel)
         previous = read_summary(settings.corpus / summary_rel)
         warnings: list[str] = []
@@ -163,24 +197,39 @@ class SessionService:
         tokens_after = count(block) + MESSAGE_OVERHEAD + sum(count(m.text) + MESSAGE_OVERHEAD for m in retained)
         if not req.dry_run and method != "kept_previous":
             stats = {"messages_before": len(messages), "tokens_before": tokens_before, "tokens_after": tokens_after}
-            text = compaction.summary_file(session.session_id, covered[-1].id if covered else None, method, block,
-                                           stats, now_iso())
+            text = compaction.summary_file(
+                session.session_id, covered[-1].id if covered else None, method, block, stats, now_iso()
+            )
             write_atomic(settings.corpus / summary_rel, text.encode("utf-8"))
         return CompactResponse(
-            session_id=session.session_id, path=rel, summary_path=summary_rel, method=method, summary=block,  # type: ignore[arg-type]
-            words=len(block.split()), messages_before=len(messages), messages_after=len(retained) + 1,
-            tokens_before=tokens_before, tokens_after=tokens_after, proposals=created, proposals_existing=existing,
-            llm=counters, dry_run=req.dry_run, warnings=warnings)
+            session_id=session.session_id,
+            path=rel,
+            summary_path=summary_rel,
+            method=method,
+            summary=block,  # type: ignore[arg-type]
+            words=len(block.split()),
+            messages_before=len(messages),
+            messages_after=len(retained) + 1,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            proposals=created,
+            proposals_existing=existing,
+            llm=counters,
+            dry_run=req.dry_run,
+            warnings=warnings,
+        )
 
-    def _summarise(self, covered: list[PackMessage], previous: str | None,
-                   warnings: list[str]) -> tuple[str, str, dict[str, int] | None]:
+    def _summarise(
+        self, covered: list[PackMessage], previous: str | None, warnings: list[str]
+    ) -> tuple[str, str, dict[str, int] | None]:
         cap = self.service.settings.context.summary_words
         client = llm.from_settings(self.service.settings)
         if client is None:
             return "extractive", compaction.render(compaction.extractive(covered, cap), cap), None
         try:
-            answer = client.complete_json(compaction.PROMPT, compaction.llm_input(covered, previous),
-                                          compaction.SCHEMA, "compaction")
+            answer = client.complete_json(
+                compaction.PROMPT, compaction.llm_input(covered, previous), compaction.SCHEMA, "compaction"
+            )
             parts = compaction.from_llm(answer)
             if compaction.is_empty(parts):
                 client.counters.reclassify_empty()
@@ -193,13 +242,19 @@ class SessionService:
             warnings.append(f"{exc.message}; the summary was extracted without the model")
             return "extractive", compaction.render(compaction.extractive(covered, cap), cap), client.counters.as_dict()
 
-    def _flush(self, rel: str, agent: str, covered: list[PackMessage], dry_run: bool,
-               warnings: list[str]) -> tuple[list[str], int]:
+    def _flush(
+        self, rel: str, agent: str, covered: list[PackMessage], dry_run: bool, warnings: list[str]
+    ) -> tuple[list[str], int]:
         """Durable facts in the session become proposals (idempotent: the same fact is proposed once)."""
         created, existing = [], 0
         for fact in compaction.durable_facts(covered):
-            write = MemoryWriteRequest(subject=fact.subject, content=fact.content, kind=fact.kind,  # type: ignore[arg-type]
-                                       source=f"{rel}#{fact.message_id}", agent=agent)
+            write = MemoryWriteRequest(
+                subject=fact.subject,
+                content=fact.content,
+                kind=fact.kind,  # type: ignore[arg-type]
+                source=f"{rel}#{fact.message_id}",
+                agent=agent,
+            )
             if dry_run:
                 warnings.append(f"would propose ({fact.kind}, {fact.subject}): {fact.content}")
                 continue
@@ -269,15 +324,27 @@ def _counts(results: list[SessionIngestResponse]) -> dict[str, int]:
 
 
 def _turn(message: Message) -> Turn:
-    return Turn(id=message.id, role=message.role, time=message.time, kind=message.kind, text=message.text,
-                tool_calls=message.tool_calls, start_line=message.start_line, end_line=message.end_line)
+    return Turn(
+        id=message.id,
+        role=message.role,
+        time=message.time,
+        kind=message.kind,
+        text=message.text,
+        tool_calls=message.tool_calls,
+        start_line=message.start_line,
+        end_line=message.end_line,
+    )
 
 
 def _jsonl_record(session_id: str, message: Message) -> dict[str, object]:
     """One line of the generic JSONL format `dory sessions ingest --format jsonl` reads back."""
     kind = message.kind if message.kind in ("tool_result", "summary") else _JSONL_TYPES[message.role]
-    record: dict[str, object] = {"type": kind, "content": message.text, "timestamp": message.time,
-                                 "session_id": session_id}
+    record: dict[str, object] = {
+        "type": kind,
+        "content": message.text,
+        "timestamp": message.time,
+        "session_id": session_id,
+    }
     if message.tool_calls:
         record["tool_calls"] = message.tool_calls
     return record

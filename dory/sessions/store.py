@@ -112,8 +112,9 @@ class SessionStore:
                         self.conn.execute(f"DROP TABLE IF EXISTS {table}")
                 self.conn.executescript(SCHEMA)
                 # Only the turn's own words: a hit must point at a turn that says them.
-                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, "
-                                  f"tokenize = '{tokenizer}')")
+                self.conn.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, tokenize = '{tokenizer}')"
+                )
                 self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -135,15 +136,38 @@ class SessionStore:
         row = self.conn.execute(
             "INSERT INTO sessions(path, session_id, agent, device, title, status, started, updated, message_count, "
             "size, mtime_ns, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rel, session.session_id, session.agent, session.device, session.title, session.status, session.started,
-             session.updated, len(session.turns()), size, mtime_ns, sha256),
+            (
+                rel,
+                session.session_id,
+                session.agent,
+                session.device,
+                session.title,
+                session.status,
+                session.started,
+                session.updated,
+                len(session.turns()),
+                size,
+                mtime_ns,
+                sha256,
+            ),
         ).lastrowid
         for ordinal, message in enumerate(session.turns()):
             message_row = self.conn.execute(
                 "INSERT INTO messages(session_row, ordinal, message_id, role, kind, time, start_line, end_line, text, "
                 "text_hash, weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (row, ordinal, message.id, message.role, message.kind, message.time, message.start_line,
-                 message.end_line, message.text, text_hash(message.text), weights.get(message.id, 0.0)),
+                (
+                    row,
+                    ordinal,
+                    message.id,
+                    message.role,
+                    message.kind,
+                    message.time,
+                    message.start_line,
+                    message.end_line,
+                    message.text,
+                    text_hash(message.text),
+                    weights.get(message.id, 0.0),
+                ),
             ).lastrowid
             self.conn.execute("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", (message_row, message.text))
 
@@ -151,12 +175,14 @@ class SessionStore:
         row = self.conn.execute("SELECT id FROM sessions WHERE path = ?", (rel,)).fetchone()
         if row is None:
             return
-        self.conn.execute("DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE session_row = ?)",
-                          (row[0],))
+        self.conn.execute(
+            "DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE session_row = ?)", (row[0],)
+        )
         self.conn.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
 
-    def sessions(self, agent: str | None, status: str | None, since: str | None, include_deleted: bool,
-                 limit: int) -> tuple[list[sqlite3.Row], int]:
+    def sessions(
+        self, agent: str | None, status: str | None, since: str | None, include_deleted: bool, limit: int
+    ) -> tuple[list[sqlite3.Row], int]:
         """Sessions newest first (path, session_id, agent, device, title, status, started, updated,
         message_count) and how many match in all."""
         clauses, params = ["1 = 1"], []
@@ -173,7 +199,9 @@ class SessionStore:
         total = self.conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
         rows = self.conn.execute(
             "SELECT path, session_id, agent, device, title, status, started, updated, message_count FROM sessions "
-            f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (*params, limit)).fetchall()
+            f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?",
+            (*params, limit),
+        ).fetchall()
         return rows, total
 
     def overlapping(self, first_day: str, last_day: str) -> list[sqlite3.Row]:
@@ -184,23 +212,27 @@ class SessionStore:
             "SELECT path, session_id, agent, status, started, updated FROM sessions WHERE status != 'deleted' "
             "AND substr(coalesce(started, updated, ''), 1, 10) <= ? "
             "AND substr(coalesce(updated, started, ''), 1, 10) >= ? "
-            "ORDER BY path", (last_day, first_day)).fetchall()
+            "ORDER BY path",
+            (last_day, first_day),
+        ).fetchall()
 
     def find(self, ident: str, prefix: bool) -> list[tuple[str, str]]:
         """(path, session_id) of the sessions with this id, or (prefix) whose id starts with it."""
         if not prefix:
-            rows = self.conn.execute("SELECT path, session_id FROM sessions WHERE session_id = ? ORDER BY path",
-                                     (ident,))
+            rows = self.conn.execute(
+                "SELECT path, session_id FROM sessions WHERE session_id = ? ORDER BY path", (ident,)
+            )
         else:
             pattern = ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            rows = self.conn.execute("SELECT path, session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' "
-                                     "ORDER BY session_id LIMIT 6", (pattern,))
+            rows = self.conn.execute(
+                "SELECT path, session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' ORDER BY session_id LIMIT 6",
+                (pattern,),
+            )
         return [(row[0], row[1]) for row in rows]
 
     def paths_holding(self, message_id: str, path: str | None = None) -> list[str]:
         """The transcripts holding a message id (narrowed to `path` when given)."""
-        sql = ("SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row "
-               "WHERE m.message_id = ?")
+        sql = "SELECT DISTINCT s.path FROM messages m JOIN sessions s ON s.id = m.session_row WHERE m.message_id = ?"
         params = [message_id]
         if path is not None:
             sql += " AND s.path = ?"
@@ -209,8 +241,11 @@ class SessionStore:
 
     def recent(self, status: str, limit: int) -> list[tuple[str, str, str, str | None]]:
         """(path, title, agent, updated) of the newest sessions with this status."""
-        rows = self.conn.execute("SELECT path, title, agent, updated FROM sessions WHERE status = ? "
-                                 "ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?", (status, limit))
+        rows = self.conn.execute(
+            "SELECT path, title, agent, updated FROM sessions WHERE status = ? "
+            "ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?",
+            (status, limit),
+        )
         return [(row[0], row[1], row[2], row[3]) for row in rows]
 
     # -- lexical -----------------------------------------------------------------------------
@@ -218,8 +253,9 @@ class SessionStore:
         """Turns by BM25 with the recency nudge."""
         return self.hits([(row, score) for row, score in self.lexical(query, scope, limit, now)])
 
-    def lexical(self, query: str, scope: SessionScope, limit: int,
-                now: dt.datetime | None = None) -> list[tuple[int, float]]:
+    def lexical(
+        self, query: str, scope: SessionScope, limit: int, now: dt.datetime | None = None
+    ) -> list[tuple[int, float]]:
         """(message row, score) best first."""
         match = fts_match(parse_query(query))
         if match is None:
@@ -240,38 +276,63 @@ class SessionStore:
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
-        rows = {r["id"]: r for r in self.conn.execute(
-            "SELECT m.id, s.path, s.session_id, s.agent, s.title, m.message_id, m.role, m.time, m.start_line, "
-            f"m.end_line, m.text FROM messages m JOIN sessions s ON s.id = m.session_row WHERE m.id IN ({marks})",
-            [row for row, _ in ranked])}
-        return [SessionHit(r["path"], r["session_id"], r["agent"], r["title"], r["message_id"], r["role"], r["time"],
-                           r["start_line"], r["end_line"], r["text"], score, row)
-                for row, score in ranked if (r := rows.get(row)) is not None]
+        rows = {
+            r["id"]: r
+            for r in self.conn.execute(
+                "SELECT m.id, s.path, s.session_id, s.agent, s.title, m.message_id, m.role, m.time, m.start_line, "
+                f"m.end_line, m.text FROM messages m JOIN sessions s ON s.id = m.session_row WHERE m.id IN ({marks})",
+                [row for row, _ in ranked],
+            )
+        }
+        return [
+            SessionHit(
+                r["path"],
+                r["session_id"],
+                r["agent"],
+                r["title"],
+                r["message_id"],
+                r["role"],
+                r["time"],
+                r["start_line"],
+                r["end_line"],
+                r["text"],
+                score,
+                row,
+            )
+            for row, score in ranked
+            if (r := rows.get(row)) is not None
+        ]
 
     # -- vectors -----------------------------------------------------------------------------
     def pending_vectors(self, fingerprint: str, limit: int) -> list[tuple[str, str]]:
         """(text hash, text) of turns with no vector for this fingerprint yet."""
         rows = self.conn.execute(
             "SELECT text_hash, min(text) FROM messages WHERE text_hash NOT IN "
-            "(SELECT text_hash FROM embeddings WHERE fingerprint = ?) GROUP BY text_hash LIMIT ?", (fingerprint, limit))
+            "(SELECT text_hash FROM embeddings WHERE fingerprint = ?) GROUP BY text_hash LIMIT ?",
+            (fingerprint, limit),
+        )
         return [(row[0], row[1]) for row in rows]
 
     def pending_count(self, fingerprint: str) -> int:
         return self.conn.execute(
             "SELECT count(DISTINCT text_hash) FROM messages WHERE text_hash NOT IN "
-            "(SELECT text_hash FROM embeddings WHERE fingerprint = ?)", (fingerprint,)).fetchone()[0]
+            "(SELECT text_hash FROM embeddings WHERE fingerprint = ?)",
+            (fingerprint,),
+        ).fetchone()[0]
 
     def store_vectors(self, fingerprint: str, vectors: list[tuple[str, np.ndarray]]) -> None:
         with self.conn:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO embeddings(text_hash, fingerprint, vector) VALUES (?, ?, ?)",
-                [(digest, fingerprint, np.asarray(vector, dtype=np.float32).tobytes()) for digest, vector in vectors])
+                [(digest, fingerprint, np.asarray(vector, dtype=np.float32).tobytes()) for digest, vector in vectors],
+            )
 
     def prune_vectors(self) -> int:
         """Drop cached vectors no turn uses any more."""
         with self.conn:
             return self.conn.execute(
-                "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM messages)").rowcount
+                "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM messages)"
+            ).rowcount
 
     def vector(self, query: np.ndarray, fingerprint: str, scope: SessionScope, limit: int) -> list[tuple[int, float]]:
         """(message row, cosine) of the nearest embedded turns in scope, best first."""
@@ -282,7 +343,8 @@ class SessionStore:
         if scope != SessionScope():
             where, params = _scope_sql(scope)
             rows = self.conn.execute(
-                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params).fetchall()
+                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params
+            ).fetchall()
             keep = np.isin(ids, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
             ids, scores = ids[keep], scores[keep]
         top = np.argsort(-scores, kind="stable")[:limit]
@@ -290,16 +352,22 @@ class SessionStore:
 
     def _vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
         """Every embedded turn's vector, read once and kept until the index changes."""
-        row = self.conn.execute("SELECT count(*), coalesce(max(id), 0), (SELECT count(*) FROM embeddings) "
-                                "FROM messages").fetchone()
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(max(id), 0), (SELECT count(*) FROM embeddings) FROM messages"
+        ).fetchone()
         stamp = (row[0], row[1], row[2], fingerprint)
         if self._matrix is None or self._matrix[0] != stamp:
             rows = self.conn.execute(
                 "SELECT m.id, e.vector FROM messages m JOIN embeddings e ON e.text_hash = m.text_hash "
-                "AND e.fingerprint = ? ORDER BY m.id", (fingerprint,)).fetchall()
+                "AND e.fingerprint = ? ORDER BY m.id",
+                (fingerprint,),
+            ).fetchall()
             ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-            matrix = np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows]) if rows \
+            matrix = (
+                np.stack([np.frombuffer(row[1], dtype=np.float32) for row in rows])
+                if rows
                 else np.empty((0, 0), dtype=np.float32)
+            )
             self._matrix = (stamp, ids, matrix)
         return self._matrix[1], self._matrix[2]
 
@@ -342,8 +410,12 @@ def _scope_sql(scope: SessionScope) -> tuple[str, list[str]]:
     clauses, params = ["1 = 1"], []
     if scope.status != "deleted":
         clauses.append("s.status != 'deleted'")  # a deleted session is found only when asked for
-    for column, value in (("s.agent", scope.agent), ("s.device", scope.device), ("s.session_id", scope.session_id),
-                          ("s.status", scope.status)):
+    for column, value in (
+        ("s.agent", scope.agent),
+        ("s.device", scope.device),
+        ("s.session_id", scope.session_id),
+        ("s.status", scope.status),
+    ):
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value)
@@ -357,4 +429,3 @@ def _scope_sql(scope: SessionScope) -> tuple[str, list[str]]:
         clauses.append("substr(s.started, 1, 10) <= ?")
         params.append(scope.until)
     return " AND ".join(clauses), params
-

@@ -53,8 +53,14 @@ def sync_sessions(corpus: Path, store: SessionStore, rules: IgnoreRules, paths: 
     return report
 
 
-def _index_one(corpus: Path, store: SessionStore, rel: str, stat: tuple[int, int],
-               old: tuple[int, int, str] | None, report: SyncReport) -> None:
+def _index_one(
+    corpus: Path,
+    store: SessionStore,
+    rel: str,
+    stat: tuple[int, int],
+    old: tuple[int, int, str] | None,
+    report: SyncReport,
+) -> None:
     try:
         data = (corpus / rel).read_bytes()
     except OSError as exc:

@@ -81,17 +81,39 @@ Status = Literal["active", "done", "interrupted", "deleted"]
 ROLES: tuple[str, ...] = get_args(Role)
 KINDS: tuple[str, ...] = get_args(Kind)
 STATUSES: tuple[str, ...] = get_args(Status)
-_STATUS_SYNONYMS = {"closed": "done", "complete": "done", "completed": "done", "finished": "done",
-                    "open": "active", "running": "active", "aborted": "interrupted", "tombstone": "deleted"}
-_OWNED_KEYS = ("title", "type", "status", "canonical", "source_kind", "agent", "device", "session_id",
-               "started", "updated", "messages", "source_format", "source_path")
+_STATUS_SYNONYMS = {
+    "closed": "done",
+    "complete": "done",
+    "completed": "done",
+    "finished": "done",
+    "open": "active",
+    "running": "active",
+    "aborted": "interrupted",
+    "tombstone": "deleted",
+}
+_OWNED_KEYS = (
+    "title",
+    "type",
+    "status",
+    "canonical",
+    "source_kind",
+    "agent",
+    "device",
+    "session_id",
+    "started",
+    "updated",
+    "messages",
+    "source_format",
+    "source_path",
+)
 TOOL_CALLS = "Tool calls:"
 # A session's continuation summary lives next to its transcript: `<transcript stem>.summary.md`.
 SUMMARY_SUFFIX = ".summary.md"
 _SEP = " · "
 _HEADING = re.compile(
     r"^## (?P<role>user|assistant|tool|system)(?:\s+·\s+(?P<time>\S+))?\s+·\s+(?P<id>m-[0-9a-f]{12})"
-    r"(?:\s+·\s+(?P<kind>message|tool_result|image|summary))?[ \t]*$")
+    r"(?:\s+·\s+(?P<kind>message|tool_result|image|summary))?[ \t]*$"
+)
 _SECTION = re.compile(r"^##(?:[ \t]|$)")
 _ESCAPED = re.compile(r"^\\*(?:##(?:[ \t]|$)|Tool calls:[ \t]*$)")
 _UNESCAPE = re.compile(r"^\\+(?:##(?:[ \t]|$)|Tool calls:[ \t]*$)")
@@ -178,8 +200,15 @@ class Message:
         self.tool_calls = [call for call in map(one_line, self.tool_calls) if call]
 
 
-def new_message(session_id: str, role: Role, time: str | None, text: str, tool_calls: list[str] | None = None,
-                kind: Kind = "message", occurrence: int = 1) -> Message:
+def new_message(
+    session_id: str,
+    role: Role,
+    time: str | None,
+    text: str,
+    tool_calls: list[str] | None = None,
+    kind: Kind = "message",
+    occurrence: int = 1,
+) -> Message:
     """A message whose id is computed from its canonical (cleaned, tidied) text."""
     draft = Message("m-000000000000", role, time, text, list(tool_calls or []), kind)
     draft.id = message_id(session_id, draft.role, draft.time, draft.text, occurrence)
@@ -243,10 +272,18 @@ def render_session(session: Session) -> bytes:
 
 def _frontmatter(session: Session) -> dict[str, Any]:
     owned: dict[str, Any] = {
-        "title": session.title, "type": "session", "status": session.status, "canonical": False,
-        "source_kind": "imported", "agent": session.agent, "device": session.device,
-        "session_id": session.session_id, "started": session.started, "updated": session.updated,
-        "messages": len(session.messages), "source_format": session.source_format,
+        "title": session.title,
+        "type": "session",
+        "status": session.status,
+        "canonical": False,
+        "source_kind": "imported",
+        "agent": session.agent,
+        "device": session.device,
+        "session_id": session.session_id,
+        "started": session.started,
+        "updated": session.updated,
+        "messages": len(session.messages),
+        "source_format": session.source_format,
         "source_path": session.source_path,
     }
     fm = {key: value for key, value in owned.items() if value is not None}
@@ -375,7 +412,7 @@ def _message_from(match: re.Match[str], section: _Section) -> Message:
 def _split_tool_calls(lines: list[str]) -> tuple[list[str], list[str]]:
     for index, line in enumerate(lines):
         if line.rstrip(" \t") == TOOL_CALLS:
-            calls = [re.sub(r"^[-*+][ \t]+", "", rest.strip()) for rest in lines[index + 1:] if rest.strip()]
+            calls = [re.sub(r"^[-*+][ \t]+", "", rest.strip()) for rest in lines[index + 1 :] if rest.strip()]
             return lines[:index], calls
     return lines, []
 
@@ -413,11 +450,16 @@ def _session_from(fm: dict[str, Any], rel_path: str, preamble: str, messages: li
         session_id=_text(fm.get("session_id")) or stem,
         agent=_text(fm.get("agent")) or (parts[2] if in_layout else "unknown"),
         device=_text(fm.get("device")) or (parts[3] if in_layout else "unknown"),
-        title=_text(fm.get("title")), status=_status(fm.get("status")),
-        started=_text(fm.get("started")) or None, updated=_text(fm.get("updated")) or None,
-        messages=messages, source_format=_text(fm.get("source_format")) or "markdown",
+        title=_text(fm.get("title")),
+        status=_status(fm.get("status")),
+        started=_text(fm.get("started")) or None,
+        updated=_text(fm.get("updated")) or None,
+        messages=messages,
+        source_format=_text(fm.get("source_format")) or "markdown",
         source_path=str(source_path) if source_path is not None else None,
-        extra={key: value for key, value in fm.items() if key not in _OWNED_KEYS}, preamble=preamble)
+        extra={key: value for key, value in fm.items() if key not in _OWNED_KEYS},
+        preamble=preamble,
+    )
 
 
 def _text(value: object) -> str:
@@ -427,8 +469,11 @@ def _text(value: object) -> str:
 def message_at_line(session: Session, line: int) -> Message | None:
     """The parsed turn whose lines hold 1-based `line` (a search hit's or a citation's line), if any."""
     for message in session.turns():
-        if message.start_line is not None and message.end_line is not None \
-                and message.start_line <= line <= message.end_line:
+        if (
+            message.start_line is not None
+            and message.end_line is not None
+            and message.start_line <= line <= message.end_line
+        ):
             return message
     return None
 
@@ -480,11 +525,16 @@ def merge(existing: Session, incoming: Session) -> Session:
     fresh = list({m.id: _unplaced(m) for m in incoming.messages if m.id not in known}.values())
     keep_title = existing.title != default_title(existing.agent, existing.session_id)
     return dataclasses.replace(
-        existing, messages=messages + _in_time_order(fresh), status=incoming.status,
+        existing,
+        messages=messages + _in_time_order(fresh),
+        status=incoming.status,
         title=existing.title if keep_title else incoming.title,
-        started=_pick(min, existing.started, incoming.started), updated=_pick(max, existing.updated, incoming.updated),
-        source_format=incoming.source_format, source_path=incoming.source_path or existing.source_path,
-        extra=incoming.extra | existing.extra)
+        started=_pick(min, existing.started, incoming.started),
+        updated=_pick(max, existing.updated, incoming.updated),
+        source_format=incoming.source_format,
+        source_path=incoming.source_path or existing.source_path,
+        extra=incoming.extra | existing.extra,
+    )
 
 
 def _unplaced(message: Message) -> Message:

@@ -17,8 +17,9 @@ from dory.sessions.store import SessionStore
 EMBED_BATCH = 64
 
 
-def embed_batch(store: SessionStore, embedder: Embedder, fingerprint: str,
-                limit: int = EMBED_BATCH) -> list[tuple[str, np.ndarray]] | None:
+def embed_batch(
+    store: SessionStore, embedder: Embedder, fingerprint: str, limit: int = EMBED_BATCH
+) -> list[tuple[str, np.ndarray]] | None:
     """Embed up to `limit` pending turns (read only); None when nothing is pending."""
     pending = store.pending_vectors(fingerprint, limit)
     if not pending:
@@ -27,8 +28,9 @@ def embed_batch(store: SessionStore, embedder: Embedder, fingerprint: str,
     return [(digest, matrix[i]) for i, (digest, _) in enumerate(pending)]
 
 
-def embed_pending(store: SessionStore, embedder: Embedder, fingerprint: str,
-                  progress: Callable[[str, int, int], None] | None = None) -> int:
+def embed_pending(
+    store: SessionStore, embedder: Embedder, fingerprint: str, progress: Callable[[str, int, int], None] | None = None
+) -> int:
     """Give every turn a vector; returns how many texts were embedded."""
     total = store.pending_count(fingerprint)
     done = 0

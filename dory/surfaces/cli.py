@@ -48,8 +48,14 @@ def init(directory: str, no_model: bool) -> Result:
 @click.option("--full", is_flag=True, help="re-read and re-chunk every file")
 @click.option("--plan", "plan_only", is_flag=True, help="print what would change, change nothing")
 @click.option("--no-vectors", is_flag=True, help="lexical pass only; embed later")
-@click.option("--wait", "wait_s", default=600.0, show_default=True, type=float,
-              help="seconds to wait while another reindex holds the index lock")
+@click.option(
+    "--wait",
+    "wait_s",
+    default=600.0,
+    show_default=True,
+    type=float,
+    help="seconds to wait while another reindex holds the index lock",
+)
 @click.pass_context
 @command
 def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, wait_s: float) -> Result:
@@ -68,10 +74,21 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
 
 @cli.command()
 @click.argument("query")
-@click.option("-m", "--mode", default="hybrid", show_default=True,
-              help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact | recall (sessions)")
-@click.option("--corpus", "corpus", type=click.Choice(["durable", "sessions", "all"]), default="durable",
-              show_default=True, help="durable memory, agent session transcripts, or both")
+@click.option(
+    "-m",
+    "--mode",
+    default="hybrid",
+    show_default=True,
+    help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact | recall (sessions)",
+)
+@click.option(
+    "--corpus",
+    "corpus",
+    type=click.Choice(["durable", "sessions", "all"]),
+    default="durable",
+    show_default=True,
+    help="durable memory, agent session transcripts, or both",
+)
 @click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
 @click.option("--path", "path_glob", help="only paths matching this glob, e.g. 'projects/*'")
 @click.option("--type", "types", multiple=True, help="frontmatter type (repeatable)")
@@ -87,15 +104,47 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
 @click.option("--no-record", is_flag=True, help="do not log the hits as recall events (dreaming reads them)")
 @click.pass_context
 @command
-def search(ctx: click.Context, query: str, mode: str, corpus: str, k: int, path_glob: str | None,
-           types: tuple[str, ...], statuses: tuple[str, ...], tags: tuple[str, ...], since: str | None,
-           until: str | None, agent: str | None, device: str | None, session_id: str | None, all_chunks: bool,
-           debug: bool, no_record: bool) -> Result:
+def search(
+    ctx: click.Context,
+    query: str,
+    mode: str,
+    corpus: str,
+    k: int,
+    path_glob: str | None,
+    types: tuple[str, ...],
+    statuses: tuple[str, ...],
+    tags: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    agent: str | None,
+    device: str | None,
+    session_id: str | None,
+    all_chunks: bool,
+    debug: bool,
+    no_record: bool,
+) -> Result:
     """Search the corpus: durable memory by default, session transcripts with --corpus or -m recall."""
-    scope = Scope(path=path_glob, type=list(types), status=list(statuses), tags=list(tags), since=since, until=until,
-                  agent=agent, device=device, session_id=session_id)
-    req = SearchRequest(query=query, mode=mode, corpus=corpus, k=k, scope=scope,  # type: ignore[arg-type]
-                        per_file=not all_chunks, debug=debug, record=not no_record)
+    scope = Scope(
+        path=path_glob,
+        type=list(types),
+        status=list(statuses),
+        tags=list(tags),
+        since=since,
+        until=until,
+        agent=agent,
+        device=device,
+        session_id=session_id,
+    )
+    req = SearchRequest(
+        query=query,
+        mode=mode,
+        corpus=corpus,
+        k=k,
+        scope=scope,  # type: ignore[arg-type]
+        per_file=not all_chunks,
+        debug=debug,
+        record=not no_record,
+    )
     with service(ctx) as svc:
         res = svc.search(req)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)
@@ -133,12 +182,14 @@ def status(ctx: click.Context) -> Result:
 @click.option("--per-query", is_flag=True, help="include each query's ranks (always in --json)")
 @click.pass_context
 @command
-def eval_command(ctx: click.Context, queries_file: str, modes: str, k: int, scope_field: str | None,
-                 per_query: bool) -> Result:
+def eval_command(
+    ctx: click.Context, queries_file: str, modes: str, k: int, scope_field: str | None, per_query: bool
+) -> Result:
     """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) on a queries file."""
     as_json = click.get_current_context().params.get("as_json", False)
-    req = EvalRequest(queries_file=queries_file, modes=modes.split(","), k=k, scope_field=scope_field,
-                      per_query=per_query or as_json)
+    req = EvalRequest(
+        queries_file=queries_file, modes=modes.split(","), k=k, scope_field=scope_field, per_query=per_query or as_json
+    )
     with service(ctx) as svc:
         res = svc.evaluate(req)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.evaluation(res)
@@ -150,12 +201,22 @@ def ops() -> None:
 
 
 @ops.command()
-@click.option("--foreground", is_flag=True, default=True, help="run in this terminal (the default; use systemd "
-              "to run it in the background: scripts/install-systemd.sh)")
+@click.option(
+    "--foreground",
+    is_flag=True,
+    default=True,
+    help="run in this terminal (the default; use systemd to run it in the background: scripts/install-systemd.sh)",
+)
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="default: daemon.log_level")
 @click.option("--log-file", help="also append logs to this file")
-@click.option("--wait", "wait_s", default=60.0, show_default=True, type=float,
-              help="seconds to wait for a running reindex to release the index")
+@click.option(
+    "--wait",
+    "wait_s",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="seconds to wait for a running reindex to release the index",
+)
 @click.pass_context
 def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file: str | None, wait_s: float) -> None:
     """Keep the index fresh while notes change, and run scheduled jobs (until SIGTERM / Ctrl-C)."""
@@ -163,8 +224,10 @@ def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file:
 
     root = ctx.find_root().params
     try:
-        settings = load_settings(root.get("corpus"), {"state_dir": root.get("state_dir"),
-                                                      "daemon.log_level": log_level, "daemon.log_file": log_file})
+        settings = load_settings(
+            root.get("corpus"),
+            {"state_dir": root.get("state_dir"), "daemon.log_level": log_level, "daemon.log_file": log_file},
+        )
         setup_logging(settings.daemon.log_level, settings.daemon.log_file)
         code = Daemon(settings, lock_wait_s=wait_s).run_until_signalled()
     except DoryError as exc:

@@ -15,16 +15,21 @@ from dory.surfaces.clikit import Result, command, service
 
 
 @click.command()
-@click.option("--profile", default="default", show_default=True,
-              help="default, coding, writing, privacy, casual (or one from dory.toml)")
+@click.option(
+    "--profile",
+    default="default",
+    show_default=True,
+    help="default, coding, writing, privacy, casual (or one from dory.toml)",
+)
 @click.option("--project", help="add this project's state page (slug, title or alias)")
 @click.option("--budget", type=int, help="hard token budget (default 600, at most 1500)")
 @click.option("--max-chars", type=int, help="hard character cap (default and at most 10000)")
 @click.option("--agent", help="the agent asking (recorded only)")
 @click.pass_context
 @command
-def wake(ctx: click.Context, profile: str, project: str | None, budget: int | None, max_chars: int | None,
-         agent: str | None) -> Result:
+def wake(
+    ctx: click.Context, profile: str, project: str | None, budget: int | None, max_chars: int | None, agent: str | None
+) -> Result:
     """The frozen block for the start of an agent session; plain output is the block itself (for hooks)."""
     req = WakeRequest(profile=profile, project=project, budget=budget, max_chars=max_chars, agent=agent)
     with service(ctx) as svc:
@@ -39,8 +44,12 @@ def context() -> None:
 
 @context.command()
 @click.option("--session", "session", help="a stored session (id, unique prefix or path)")
-@click.option("--messages", "messages_file", type=click.Path(dir_okay=False, allow_dash=True),
-              help="or a JSON array of {role, content, id?, kind?, time?, weight?} (- for stdin)")
+@click.option(
+    "--messages",
+    "messages_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="or a JSON array of {role, content, id?, kind?, time?, weight?} (- for stdin)",
+)
 @click.option("--query", help="what the next turn is about (archived chunks are recalled for it)")
 @click.option("--budget", type=int, required=True, help="tokens the model may see")
 @click.option("--reserve", type=int, help="tokens kept free for the answer (default [context] reserve)")
@@ -50,14 +59,32 @@ def context() -> None:
 @click.option("--wake", "wake_profile", help="prepend `dory wake` with this profile to the system block")
 @click.pass_context
 @command
-def pack(ctx: click.Context, session: str | None, messages_file: str | None, query: str | None, budget: int,
-         reserve: int | None, min_recent: int | None, beta: float | None, system: str | None,
-         wake_profile: str | None) -> Result:
+def pack(
+    ctx: click.Context,
+    session: str | None,
+    messages_file: str | None,
+    query: str | None,
+    budget: int,
+    reserve: int | None,
+    min_recent: int | None,
+    beta: float | None,
+    system: str | None,
+    wake_profile: str | None,
+) -> Result:
     """Pack a session into a token budget: protected system/summary/recent turns, recalled chunks,
     placeholders for what was archived."""
     messages = _read_messages(messages_file) if messages_file else None
-    req = ContextPackRequest(session=session, messages=messages, query=query, budget=budget, reserve=reserve,
-                             min_recent=min_recent, beta=beta, system=system, wake_profile=wake_profile)
+    req = ContextPackRequest(
+        session=session,
+        messages=messages,
+        query=query,
+        budget=budget,
+        reserve=reserve,
+        min_recent=min_recent,
+        beta=beta,
+        system=system,
+        wake_profile=wake_profile,
+    )
     with service(ctx) as svc:
         res = svc.context.pack(req)
     return res.model_dump(mode="json"), lambda: render.context_pack(res)

@@ -57,8 +57,13 @@ def parse_frontmatter(raw: str | None, fields: tuple[str, ...]) -> dict[str, Any
 
 @click.command()
 @click.argument("path")
-@click.option("--kind", type=click.Choice(["create", "append", "replace", "forget"]), default="create",
-              show_default=True, help="create never overwrites; replace needs --expected-hash")
+@click.option(
+    "--kind",
+    type=click.Choice(["create", "append", "replace", "forget"]),
+    default="create",
+    show_default=True,
+    help="create never overwrites; replace needs --expected-hash",
+)
 @click.option("--content", help="the markdown to write (may start with a frontmatter block)")
 @click.option("--file", "file", help="read the markdown from this file (- for stdin)")
 @click.option("--frontmatter", "frontmatter_json", help="frontmatter fields as a JSON object")
@@ -70,25 +75,57 @@ def parse_frontmatter(raw: str | None, fields: tuple[str, ...]) -> dict[str, Any
 @click.option("--agent", help="who is writing (kept in tombstones and quarantine notes)")
 @click.pass_context
 @command
-def write(ctx: click.Context, path: str, kind: str, content: str | None, file: str | None,
-          frontmatter_json: str | None, fields: tuple[str, ...], expected_hash: str | None, reason: str | None,
-          dry_run: bool, soft: bool, agent: str | None) -> Result:
+def write(
+    ctx: click.Context,
+    path: str,
+    kind: str,
+    content: str | None,
+    file: str | None,
+    frontmatter_json: str | None,
+    fields: tuple[str, ...],
+    expected_hash: str | None,
+    reason: str | None,
+    dry_run: bool,
+    soft: bool,
+    agent: str | None,
+) -> Result:
     """Write one note at PATH exactly (create, append, replace or forget)."""
     text = "" if kind == "forget" and content is None and file is None else read_content(content, file)
-    req = WriteRequest(path=path, kind=kind, content=text, frontmatter=parse_frontmatter(frontmatter_json, fields),
-                       expected_hash=expected_hash, reason=reason, dry_run=dry_run, soft=soft, agent=agent)
+    req = WriteRequest(
+        path=path,
+        kind=kind,
+        content=text,
+        frontmatter=parse_frontmatter(frontmatter_json, fields),
+        expected_hash=expected_hash,
+        reason=reason,
+        dry_run=dry_run,
+        soft=soft,
+        agent=agent,
+    )
     with service(ctx) as svc:
         res = svc.write(req)
     return res.model_dump(mode="json"), lambda: render.write(res)
 
 
 SEMANTIC_OPTIONS = [
-    click.option("--kind", type=click.Choice(["fact", "preference", "state", "decision", "note"]), default="fact",
-                 show_default=True),
-    click.option("--action", type=click.Choice(["write", "replace", "forget"]), default="write", show_default=True,
-                 help="replace supersedes the active claims of this kind; forget retires them"),
-    click.option("--scope", type=click.Choice(["person", "project", "concept", "decision", "core"]),
-                 help="where to look for SUBJECT (and where a new page goes if nothing matches)"),
+    click.option(
+        "--kind",
+        type=click.Choice(["fact", "preference", "state", "decision", "note"]),
+        default="fact",
+        show_default=True,
+    ),
+    click.option(
+        "--action",
+        type=click.Choice(["write", "replace", "forget"]),
+        default="write",
+        show_default=True,
+        help="replace supersedes the active claims of this kind; forget retires them",
+    ),
+    click.option(
+        "--scope",
+        type=click.Choice(["person", "project", "concept", "decision", "core"]),
+        help="where to look for SUBJECT (and where a new page goes if nothing matches)",
+    ),
     click.option("--reason", help="why (kept in the evidence artifact)"),
     click.option("--agent", help="who is writing"),
     click.option("--source", help="where the statement came from (a note or session path)"),
@@ -130,8 +167,7 @@ def proposals() -> None:
 @click.option("--id", "proposal_id", help="an explicit id (default: date, subject and a content hash)")
 @click.pass_context
 @command
-def proposals_create(ctx: click.Context, subject: str, content: str, proposal_id: str | None,
-                     **options: Any) -> Result:
+def proposals_create(ctx: click.Context, subject: str, content: str, proposal_id: str | None, **options: Any) -> Result:
     """Plan a semantic write (a dry run) and keep it for review."""
     req = ProposalCreateRequest(write=MemoryWriteRequest(subject=subject, content=content, **options), id=proposal_id)
     with service(ctx) as svc:
@@ -203,10 +239,23 @@ def link_options(fn: Any) -> Any:
     return fn
 
 
-def _links(ctx: click.Context, path: str, direction: str, depth: int, max_edges: int,
-           exclude_prefix: tuple[str, ...], no_mentions: bool) -> Result:
-    req = LinkRequest(path=path, direction=direction, depth=depth, max_edges=max_edges,
-                      exclude_prefix=list(exclude_prefix), mentions=not no_mentions)
+def _links(
+    ctx: click.Context,
+    path: str,
+    direction: str,
+    depth: int,
+    max_edges: int,
+    exclude_prefix: tuple[str, ...],
+    no_mentions: bool,
+) -> Result:
+    req = LinkRequest(
+        path=path,
+        direction=direction,
+        depth=depth,
+        max_edges=max_edges,
+        exclude_prefix=list(exclude_prefix),
+        mentions=not no_mentions,
+    )
     with service(ctx) as svc:
         res = svc.links(req)
     return res.model_dump(mode="json"), lambda: render.links(res)

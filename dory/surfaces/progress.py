@@ -17,8 +17,14 @@ def terminal_progress() -> Iterator[Callable[[str, int, int], None]]:
     if not sys.stderr.isatty():
         yield lambda phase, done, total: None
         return
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=Console(stderr=True), transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     tasks: dict[str, TaskID] = {}
 
     def update(phase: str, done: int, total: int) -> None:

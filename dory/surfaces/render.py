@@ -35,11 +35,14 @@ def search(res: SearchResponse) -> str:
     if not res.hits:
         out.append(f"no results for {res.query!r} ({res.mode})")
     for n, hit in enumerate(res.hits, start=1):
-        out.append(f"{n:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}  "
-                   f"[{hit.evidence_class}, {hit.confidence}]")
+        out.append(
+            f"{n:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}  [{hit.evidence_class}, {hit.confidence}]"
+        )
         if hit.turn:
-            out.append(f"    § {hit.turn.role} · {hit.turn.time or 'no time'} · {hit.turn.message_id} "
-                       f"({hit.turn.agent}, session {hit.turn.session_id})")
+            out.append(
+                f"    § {hit.turn.role} · {hit.turn.time or 'no time'} · {hit.turn.message_id} "
+                f"({hit.turn.agent}, session {hit.turn.session_id})"
+            )
         elif hit.heading_path:
             out.append(f"    § {' › '.join(hit.heading_path)}")
         if hit.snippet:
@@ -48,8 +51,10 @@ def search(res: SearchResponse) -> str:
             out.append(f"    ! {hit.stale_warning}")
         if hit.explain:
             e = hit.explain
-            out.append(f"    score {e.final:.5f} = fused × policy {e.policy_factor} {e.policy_rules}; "
-                       f"bm25 #{e.bm25_rank} ({e.bm25_score}), vector #{e.vector_rank} ({e.vector_score})")
+            out.append(
+                f"    score {e.final:.5f} = fused × policy {e.policy_factor} {e.policy_rules}; "
+                f"bm25 #{e.bm25_rank} ({e.bm25_score}), vector #{e.vector_rank} ({e.vector_score})"
+            )
     return "\n".join(out)
 
 
@@ -72,10 +77,11 @@ def status(res: StatusResponse) -> str:
     ]
     if res.sessions:
         got = res.sessions
-        lines.append(f"sessions     {got.get('sessions', 0)} indexed / {got.get('on_disk', 0)} on disk, "
-                     f"{got.get('messages', 0)} turns"
-                     + (f", {res.sessions['vectors_pending']} turn vectors pending"
-                        if "vectors_pending" in res.sessions else ""))
+        lines.append(
+            f"sessions     {got.get('sessions', 0)} indexed / {got.get('on_disk', 0)} on disk, "
+            f"{got.get('messages', 0)} turns"
+            + (f", {res.sessions['vectors_pending']} turn vectors pending" if "vectors_pending" in res.sessions else "")
+        )
     lines += [f"job          {run.job}: {run.status} for {run.period} (ended {run.ended or '-'})" for run in res.jobs]
     if res.skipped:
         lines.append(f"skipped      {len(res.skipped)} files:")
@@ -106,8 +112,9 @@ def jobs(res: JobsResponse) -> str:
     lines = [f"daemon {'running' if res.daemon_running else 'not running'}"]
     for job in res.jobs:
         last = job.last_run
-        last_text = f"{last.status} for {last.period} at {last.ended or last.started} ({last.trigger})" if last \
-            else "never ran"
+        last_text = (
+            f"{last.status} for {last.period} at {last.ended or last.started} ({last.trigger})" if last else "never ran"
+        )
         lines.append(f"{job.name:12} {job.schedule if job.enabled else 'off':16} next {job.next_run or '-'}")
         lines.append(f"{'':12} last: {last_text}")
         lines += [f"{'':12}       {run.status} for {run.period} ({run.trigger})" for run in job.recent_runs[1:]]
@@ -126,14 +133,18 @@ def job_run(run: JobRun) -> str:
 
 def reindex(res: ReindexResponse) -> str:
     verb = "would change" if res.planned_paths is not None else "indexed"
-    lines = [f"{verb}: {res.new} new, {res.changed} changed, {res.renamed} renamed, {res.deleted} deleted, "
-             f"{res.touched} touched, {res.unchanged} unchanged, {len(res.skipped)} skipped  ({res.seconds}s)"]
+    lines = [
+        f"{verb}: {res.new} new, {res.changed} changed, {res.renamed} renamed, {res.deleted} deleted, "
+        f"{res.touched} touched, {res.unchanged} unchanged, {len(res.skipped)} skipped  ({res.seconds}s)"
+    ]
     if res.planned_paths is not None:
         for kind, paths in res.planned_paths.items():
             lines += [f"  {kind:8} {p}" for p in paths[:200]]
     else:
-        lines.append(f"chunks written {res.chunks_written}; vectors embedded {res.vectors_embedded}, "
-                     f"reused {res.vectors_reused}, pending {res.vectors_pending}")
+        lines.append(
+            f"chunks written {res.chunks_written}; vectors embedded {res.vectors_embedded}, "
+            f"reused {res.vectors_reused}, pending {res.vectors_pending}"
+        )
     lines += [f"  skipped {s.path}: {s.reason} ({s.detail})" for s in res.skipped[:20]]
     lines += [f"! {w}" for w in res.warnings]
     return "\n".join(lines)
@@ -160,8 +171,9 @@ def init_summary(payload: dict[str, Any]) -> str:
     created = payload["created"]
     lines = [f"corpus ready at {payload['corpus']} ({len(created)} files created)"]
     lines.append(model(payload["model"]))
-    lines.append(f"next: dory --corpus {payload['corpus']} reindex && "
-                 f"dory --corpus {payload['corpus']} search \"what is dory\"")
+    lines.append(
+        f'next: dory --corpus {payload["corpus"]} reindex && dory --corpus {payload["corpus"]} search "what is dory"'
+    )
     return "\n".join(lines)
 
 
@@ -182,8 +194,9 @@ def memory_write(res: MemoryWriteResponse) -> str:
     if res.action == "quarantined":
         return f"{res.subject}: {verb} → {res.quarantine}\n  reason: {res.reason}"
     entity = res.entity
-    lines = [f"{res.subject}: {verb} → {res.target_path}  ({entity.id if entity else '?'}, matched by "
-             f"{res.matched_by})"]
+    lines = [
+        f"{res.subject}: {verb} → {res.target_path}  ({entity.id if entity else '?'}, matched by {res.matched_by})"
+    ]
     if res.claim_id:
         lines.append(f"  claim {res.claim_id}  evidence {res.evidence_path}")
     if res.ended_claims:
@@ -195,8 +208,7 @@ def memory_write(res: MemoryWriteResponse) -> str:
 
 def proposal(p: Proposal, state: str, detail: bool = False) -> str:
     w = p.write
-    lines = [f"{p.id}  [{state}]  {w.action} {w.kind} about {w.subject!r} → {p.plan.target_path}",
-             f"  {w.content}"]
+    lines = [f"{p.id}  [{state}]  {w.action} {w.kind} about {w.subject!r} → {p.plan.target_path}", f"  {w.content}"]
     risks = [name for name, on in p.risk.items() if on]
     if risks:
         lines.append(f"  risk: {', '.join(risks)}")
@@ -222,11 +234,15 @@ def links(res: LinkResponse) -> str:
 
 
 def link_lint(res: LinkLintResponse) -> str:
-    lines = [f"{b.source}:{b.line}  {f'[[{b.target}]]' if b.kind == 'wikilink' else f'({b.target})'}  {b.reason}"
-             for b in res.broken]
+    lines = [
+        f"{b.source}:{b.line}  {f'[[{b.target}]]' if b.kind == 'wikilink' else f'({b.target})'}  {b.reason}"
+        for b in res.broken
+    ]
     lines += [f"orphan  {path}" for path in res.orphans]
-    lines.append(f"{res.files} notes, {res.edges} edges, {res.broken_total} broken links, "
-                 f"{res.orphans_total} orphans" + (" (lists truncated)" if res.truncated else ""))
+    lines.append(
+        f"{res.files} notes, {res.edges} edges, {res.broken_total} broken links, "
+        f"{res.orphans_total} orphans" + (" (lists truncated)" if res.truncated else "")
+    )
     return "\n".join(lines)
 
 
@@ -240,8 +256,10 @@ def _with_warnings_and_preview(lines: list[str], warnings: list[str], preview: s
 
 def ingest(res: SessionIngestResponse) -> str:
     verb = "would import" if res.dry_run else "imported"
-    out = [f"{verb} {len(res.sessions)} session(s) from {res.source or 'stdin'} ({res.format}); "
-           f"{res.redactions} secret(s) redacted"]
+    out = [
+        f"{verb} {len(res.sessions)} session(s) from {res.source or 'stdin'} ({res.format}); "
+        f"{res.redactions} secret(s) redacted"
+    ]
     out += [f"  {s.action:<12} {s.path}  (+{s.added}, {s.messages} turns)  {s.title}" for s in res.sessions]
     out += [f"  ! line {p.line}: {p.message}" if p.line else f"  ! {p.message}" for p in res.problems]
     return "\n".join(out)
@@ -258,8 +276,10 @@ def import_local(res: SessionImportResponse) -> str:
 
 
 def session_info(s: SessionInfo) -> str:
-    return (f"{s.session_id}  [{s.status}]  {s.agent}@{s.device}  {s.updated or s.started or 'undated'}  "
-            f"{s.messages} turns\n  {s.title}\n  {s.path}")
+    return (
+        f"{s.session_id}  [{s.status}]  {s.agent}@{s.device}  {s.updated or s.started or 'undated'}  "
+        f"{s.messages} turns\n  {s.title}\n  {s.path}"
+    )
 
 
 def session_list(res: SessionListResponse) -> str:
@@ -279,15 +299,20 @@ def session_show(res: SessionShowResponse) -> str:
         out.append(f"(last {len(res.turns)} of {res.total_turns} turns)")
     for turn in res.turns:
         kind = "" if turn.kind == "message" else f" · {turn.kind}"
-        out += ["", f"## {turn.role} · {turn.time or 'no time'} · {turn.id}{kind}  (lines {turn.start_line}-"
-                    f"{turn.end_line})", turn.text]
+        out += [
+            "",
+            f"## {turn.role} · {turn.time or 'no time'} · {turn.id}{kind}  (lines {turn.start_line}-{turn.end_line})",
+            turn.text,
+        ]
         out += [f"  → {call}" for call in turn.tool_calls]
     return "\n".join(out)
 
 
 def context_pack(res: ContextPackResponse) -> str:
-    out = [f"lane {res.lane}: {res.tokens} of {res.available} tokens ({res.fill_ratio:.0%}); "
-           f"{len(res.archived)} archived range(s), {len(res.recalled)} recalled chunk(s)"]
+    out = [
+        f"lane {res.lane}: {res.tokens} of {res.available} tokens ({res.fill_ratio:.0%}); "
+        f"{len(res.archived)} archived range(s), {len(res.recalled)} recalled chunk(s)"
+    ]
     out += [f"! {w}" for w in res.warnings]
     for item in res.items:
         label = f"[{item.kind}] {item.role}" + (f" · {item.id}" if item.id else "") + f" · {item.tokens} tok"
@@ -305,8 +330,10 @@ def remind(res: RemindResponse) -> str:
 
 def compact(res: CompactResponse) -> str:
     verb = "would write" if res.dry_run else "wrote"
-    out = [f"{verb} {res.summary_path} ({res.method}, {res.words} words): {res.messages_before} messages / "
-           f"{res.tokens_before} tokens → {res.messages_after} / {res.tokens_after}",
-           f"proposals: {len(res.proposals)} new, {res.proposals_existing} already proposed"]
+    out = [
+        f"{verb} {res.summary_path} ({res.method}, {res.words} words): {res.messages_before} messages / "
+        f"{res.tokens_before} tokens → {res.messages_after} / {res.tokens_after}",
+        f"proposals: {len(res.proposals)} new, {res.proposals_existing} already proposed",
+    ]
     out += [f"! {w}" for w in res.warnings]
     return "\n".join([*out, "", res.summary])

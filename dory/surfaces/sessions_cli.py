@@ -43,8 +43,13 @@ def read_source(source: str) -> tuple[str, str | None]:
 
 @sessions.command()
 @click.argument("source")
-@click.option("--format", "fmt", type=click.Choice(["auto", "markdown", "jsonl", "claude-code", "codex"]),
-              default="auto", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "markdown", "jsonl", "claude-code", "codex"]),
+    default="auto",
+    show_default=True,
+)
 @click.option("--agent", help="agent name when the file does not say (default: from the format)")
 @click.option("--device", help="device name (default: this machine's host name)")
 @click.option("--dry-run", is_flag=True, help="parse and report; write nothing")
@@ -53,8 +58,14 @@ def read_source(source: str) -> tuple[str, str | None]:
 def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device: str | None, dry_run: bool) -> Result:
     """Import one transcript file (PATH, or - for stdin). Re-importing adds only new turns."""
     content, source_path = read_source(source)
-    req = SessionIngestRequest(content=content, format=fmt, source_path=source_path, agent=agent,  # type: ignore[arg-type]
-                               device=device, dry_run=dry_run)
+    req = SessionIngestRequest(
+        content=content,
+        format=fmt,
+        source_path=source_path,
+        agent=agent,  # type: ignore[arg-type]
+        device=device,
+        dry_run=dry_run,
+    )
     with service(ctx) as svc:
         res = svc.sessions.ingest(req)
     return res.model_dump(mode="json"), lambda: render.ingest(res)
@@ -62,15 +73,19 @@ def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device:
 
 @sessions.command("import-local")
 @click.option("--since", help="YYYY-MM-DD: only transcripts modified since")
-@click.option("--harness", "harnesses", multiple=True, type=click.Choice(["claude-code", "codex"]),
-              help="only this harness (repeatable; default both)")
+@click.option(
+    "--harness",
+    "harnesses",
+    multiple=True,
+    type=click.Choice(["claude-code", "codex"]),
+    help="only this harness (repeatable; default both)",
+)
 @click.option("--dry-run", is_flag=True)
 @click.pass_context
 @command
 def import_local(ctx: click.Context, since: str | None, harnesses: tuple[str, ...], dry_run: bool) -> Result:
     """Import this machine's Claude Code (~/.claude/projects) and Codex (~/.codex/sessions) transcripts."""
-    req = SessionImportRequest(since=since, dry_run=dry_run,
-                               harnesses=list(harnesses) or ["claude-code", "codex"])  # type: ignore[arg-type]
+    req = SessionImportRequest(since=since, dry_run=dry_run, harnesses=list(harnesses) or ["claude-code", "codex"])  # type: ignore[arg-type]
     with service(ctx) as svc:
         res = svc.sessions.import_local(req)
     return res.model_dump(mode="json"), lambda: render.import_local(res)
@@ -84,8 +99,9 @@ def import_local(ctx: click.Context, since: str | None, harnesses: tuple[str, ..
 @click.option("-n", "--limit", default=50, show_default=True, type=int)
 @click.pass_context
 @command
-def list_sessions(ctx: click.Context, agent: str | None, since: str | None, status: str | None,
-                  include_deleted: bool, limit: int) -> Result:
+def list_sessions(
+    ctx: click.Context, agent: str | None, since: str | None, status: str | None, include_deleted: bool, limit: int
+) -> Result:
     """Sessions, most recently updated first."""
     req = SessionListRequest(agent=agent, since=since, status=status, include_deleted=include_deleted, limit=limit)
     with service(ctx) as svc:
@@ -173,11 +189,21 @@ def _update(ctx: click.Context, req: SessionUpdateRequest) -> Result:
 @click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
 @click.pass_context
 @command
-def search_sessions(ctx: click.Context, query: str, agent: str | None, device: str | None, session_id: str | None,
-                    status: str | None, since: str | None, until: str | None, k: int) -> Result:
+def search_sessions(
+    ctx: click.Context,
+    query: str,
+    agent: str | None,
+    device: str | None,
+    session_id: str | None,
+    status: str | None,
+    since: str | None,
+    until: str | None,
+    k: int,
+) -> Result:
     """Recall: the past turns that best match QUERY (keywords and meaning), newest favoured."""
-    scope = Scope(agent=agent, device=device, session_id=session_id, status=[status] if status else [],
-                  since=since, until=until)
+    scope = Scope(
+        agent=agent, device=device, session_id=session_id, status=[status] if status else [], since=since, until=until
+    )
     req = SearchRequest(query=query, mode="recall", k=k, scope=scope)
     with service(ctx) as svc:
         res = svc.search(req)
@@ -186,8 +212,13 @@ def search_sessions(ctx: click.Context, query: str, agent: str | None, device: s
 
 @sessions.command()
 @click.argument("session_id")
-@click.option("--retain", default=6, show_default=True, type=click.IntRange(0, 10_000),
-              help="the last N messages stay verbatim, outside the summary")
+@click.option(
+    "--retain",
+    default=6,
+    show_default=True,
+    type=click.IntRange(0, 10_000),
+    help="the last N messages stay verbatim, outside the summary",
+)
 @click.option("--dry-run", is_flag=True, help="show the summary and the facts it would propose; write nothing")
 @click.pass_context
 @command

@@ -137,8 +137,12 @@ def current_rss_mb() -> float:
         return peak_rss_mb()
 
 
-_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                 "openblas_set_num_threads64_", "openblas_set_num_threads")
+_BLAS_SETTERS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
 
 
 @functools.cache
@@ -241,9 +245,11 @@ def busy_machine_warning(load: dict[str, Any], threshold: float = 0.25) -> str |
     others = load.get("others_cores")
     if others is None or others <= threshold:
         return None
-    return (f"WARNING: other processes kept {others:.2f} of {load['cores']} cores busy during this run. "
-            "Multi-threaded BLAS work (encoder, query embedding, vector search) can run 10x slower while "
-            "other processes compete; rerun on a quiet machine before trusting absolute figures.")
+    return (
+        f"WARNING: other processes kept {others:.2f} of {load['cores']} cores busy during this run. "
+        "Multi-threaded BLAS work (encoder, query embedding, vector search) can run 10x slower while "
+        "other processes compete; rerun on a quiet machine before trusting absolute figures."
+    )
 
 
 class Stopwatch:

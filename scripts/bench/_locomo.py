@@ -65,8 +65,12 @@ def events(root: Path) -> dict[str, list[str]]:
         if not line.strip():
             continue
         row = json.loads(line)
-        items = [event for key, value in row["events"].items() if key != "date" and isinstance(value, list)
-                 for event in value]
+        items = [
+            event
+            for key, value in row["events"].items()
+            if key != "date" and isinstance(value, list)
+            for event in value
+        ]
         out[row["path"]] = items
     return out
 

@@ -38,7 +38,7 @@ GIT = ("git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", "-c
 
 def tldr_notes(count: int, offset: int) -> list[Path]:
     source = unpack("mdcorpus") / "corpus" / "tldr"
-    return sorted(source.rglob("*.md"))[offset:offset + count]
+    return sorted(source.rglob("*.md"))[offset : offset + count]
 
 
 def copy_notes(paths: list[Path], source_root: Path, target: Path) -> None:
@@ -93,9 +93,15 @@ def measure(name: str, burst: Any, corpus: Path, reader: Any, proc: subprocess.P
     files = len(indexed_pairs(fresh))
     fresh.close()
     log(f"{name}: indexed in {seconds:.1f} s (burst itself {burst_s:.1f} s); baseline full reindex {baseline_s:.1f} s")
-    return {"burst": name, "files_in_corpus": files, "burst_s": burst_s, "indexed_after_s": seconds,
-            "batches": after.writer.get("batches", 0) - before, "baseline_full_reindex_s": baseline_s,
-            "matches_full_reindex": same}
+    return {
+        "burst": name,
+        "files_in_corpus": files,
+        "burst_s": burst_s,
+        "indexed_after_s": seconds,
+        "batches": after.writer.get("batches", 0) - before,
+        "baseline_full_reindex_s": baseline_s,
+        "matches_full_reindex": same,
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,8 +116,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env.update(DORY_STATE_DIR=str(state), DORY_EMBEDDER_BACKEND="none")
     reader = make_service(corpus, state, **{"embedder.backend": "none"})
     log_file = (root / "daemon.log").open("w")
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("dory")), "--corpus", str(corpus), "ops", "watch"],
-                            env=env, stderr=log_file)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("dory")), "--corpus", str(corpus), "ops", "watch"], env=env, stderr=log_file
+    )
     load = MachineLoad()
     results = []
     try:
@@ -128,25 +135,49 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         subprocess.run([*git, "commit", "-qm", "b"], check=True)
         wait_indexed(reader, proc, time.perf_counter())
         for branch in ("a", "b"):
-            results.append(measure(f"git checkout {branch}",
-                                   lambda b=branch: subprocess.run([*git, "checkout", "-q", b], check=True),
-                                   corpus, reader, proc))
+            results.append(
+                measure(
+                    f"git checkout {branch}",
+                    lambda b=branch: subprocess.run([*git, "checkout", "-q", b], check=True),
+                    corpus,
+                    reader,
+                    proc,
+                )
+            )
         rss = daemon_rss_peak_mb(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(120)
         reader.close()
-    return {"files": args.files, "results": results, "daemon_peak_rss_mb": rss, "daemon_exit_code": code,
-            "machine": load.report()}
+    return {
+        "files": args.files,
+        "results": results,
+        "daemon_peak_rss_mb": rss,
+        "daemon_exit_code": code,
+        "machine": load.report(),
+    }
 
 
 def report(result: dict[str, Any]) -> str:
-    rows = [[r["burst"], r["files_in_corpus"], r["indexed_after_s"], r["batches"], r["baseline_full_reindex_s"],
-             r["matches_full_reindex"]] for r in result["results"]]
-    lines = [table(["burst", "files", "indexed after s", "batches", "baseline full reindex s", "= full reindex"],
-                   rows, digits=1),
-             f"daemon peak RSS {result['daemon_peak_rss_mb']:.0f} MB; "
-             f"exit code on SIGTERM {result['daemon_exit_code']}"]
+    rows = [
+        [
+            r["burst"],
+            r["files_in_corpus"],
+            r["indexed_after_s"],
+            r["batches"],
+            r["baseline_full_reindex_s"],
+            r["matches_full_reindex"],
+        ]
+        for r in result["results"]
+    ]
+    lines = [
+        table(
+            ["burst", "files", "indexed after s", "batches", "baseline full reindex s", "= full reindex"],
+            rows,
+            digits=1,
+        ),
+        f"daemon peak RSS {result['daemon_peak_rss_mb']:.0f} MB; exit code on SIGTERM {result['daemon_exit_code']}",
+    ]
     warning = busy_machine_warning(result["machine"])
     if warning:
         lines.append(warning)

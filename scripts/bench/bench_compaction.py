@@ -41,7 +41,7 @@ def run(threshold: float, cap: int) -> dict[str, Any]:
         summary = compaction.render(compaction.extractive(messages, cap), cap)
         totals["seconds"] += time.perf_counter() - started
         transcript = "\n\n".join(m.text for m in messages)
-        lead = " ".join(transcript.split()[:len(summary.split())])
+        lead = " ".join(transcript.split()[: len(summary.split())])
         got, lead_words = content_words(summary), content_words(lead)
         totals["events"] += len(wanted)
         totals["summary"] += sum(mentioned(e, got, threshold) for e in wanted)
@@ -50,8 +50,12 @@ def run(threshold: float, cap: int) -> dict[str, Any]:
         totals["tokens_out"] += count(summary) + MESSAGE_OVERHEAD
         totals["sessions"] += 1
     return {
-        "set": "locomo", "sessions": totals["sessions"], "events": totals["events"], "threshold": threshold,
-        "word_cap": cap, "events_mentioned": totals["summary"] / totals["events"],
+        "set": "locomo",
+        "sessions": totals["sessions"],
+        "events": totals["events"],
+        "threshold": threshold,
+        "word_cap": cap,
+        "events_mentioned": totals["summary"] / totals["events"],
         "lead_baseline_mentioned": totals["lead"] / totals["events"],
         "compression": totals["tokens_in"] / totals["tokens_out"],
         "ms_per_session": 1000 * totals["seconds"] / totals["sessions"],
@@ -61,18 +65,26 @@ def run(threshold: float, cap: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--word-cap", type=int, default=ContextSettings().summary_words,
-                        help="the summary's word cap (default: Dory's [context] summary_words)")
+    parser.add_argument(
+        "--word-cap",
+        type=int,
+        default=ContextSettings().summary_words,
+        help="the summary's word cap (default: Dory's [context] summary_words)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     res = run(args.threshold, args.word_cap)
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"LoCoMo compaction (extractive, word cap {res['word_cap']}): {res['sessions']} sessions, "
-          f"{res['events']} annotated events, mention = ≥{res['threshold']:.0%} of an event's content words")
-    print(f"events mentioned: summary {res['events_mentioned']:.3f}   first-words baseline "
-          f"{res['lead_baseline_mentioned']:.3f}")
+    print(
+        f"LoCoMo compaction (extractive, word cap {res['word_cap']}): {res['sessions']} sessions, "
+        f"{res['events']} annotated events, mention = ≥{res['threshold']:.0%} of an event's content words"
+    )
+    print(
+        f"events mentioned: summary {res['events_mentioned']:.3f}   first-words baseline "
+        f"{res['lead_baseline_mentioned']:.3f}"
+    )
     print(f"compression: {res['compression']:.1f}x   {res['ms_per_session']:.1f} ms per session")
 
 

@@ -33,8 +33,7 @@ MIN_RECENT = 6
 def conversations(corpus: Path) -> dict[str, list[PackMessage]]:
     out: dict[str, list[PackMessage]] = {}
     for t in transcripts(corpus):
-        out.setdefault(t.conversation, []).extend(
-            PackMessage(m.id, "user", m.text, time=m.time) for m in t.turns)
+        out.setdefault(t.conversation, []).extend(PackMessage(m.id, "user", m.text, time=m.time) for m in t.turns)
     return out
 
 
@@ -81,8 +80,10 @@ def run(budgets: list[int], limit: int | None) -> dict[str, Any]:
             covered["packed"] += need <= seen
             covered["recent_only"] += need <= recent_cache[q["conversation"]]
         out["budgets"][budget] = {
-            "packed": covered["packed"] / len(qs), "recent_only": covered["recent_only"] / len(qs),
-            "fill": sum(fills) / len(fills), "latency_ms": percentiles(latencies, (50, 95)),
+            "packed": covered["packed"] / len(qs),
+            "recent_only": covered["recent_only"] / len(qs),
+            "fill": sum(fills) / len(fills),
+            "latency_ms": percentiles(latencies, (50, 95)),
         }
     return out
 
@@ -102,8 +103,10 @@ def main() -> None:
     print("budget  evidence kept: packed  recent-only   ratio   fill   p50 ms  p95 ms")
     for budget, r in res["budgets"].items():
         ratio = r["packed"] / r["recent_only"] if r["recent_only"] else float("inf")
-        print(f"{budget:>6}  {r['packed']:>21.3f}  {r['recent_only']:>11.3f}  {ratio:>6.2f}x  {r['fill']:.2f}  "
-              f"{r['latency_ms']['p50']:>6.1f}  {r['latency_ms']['p95']:>6.1f}")
+        print(
+            f"{budget:>6}  {r['packed']:>21.3f}  {r['recent_only']:>11.3f}  {ratio:>6.2f}x  {r['fill']:.2f}  "
+            f"{r['latency_ms']['p50']:>6.1f}  {r['latency_ms']['p95']:>6.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ def days(corpus: Path) -> dict[dt.date, digest_daily.Day]:
         if day is None:
             continue
         out.setdefault(day, digest_daily.Day(day)).sessions.append(
-            digest_daily.DaySession(rel, session, session.turns()))
+            digest_daily.DaySession(rel, session, session.turns())
+        )
     return out
 
 
@@ -109,8 +110,11 @@ def run(threshold: float) -> dict[str, Any]:
         totals["days"] += 1
         totals["sessions"] += len(day.sessions)
     return {
-        "set": "locomo", "days": int(totals["days"]), "sessions": int(totals["sessions"]),
-        "events": int(totals["events"]), "threshold": threshold,
+        "set": "locomo",
+        "days": int(totals["days"]),
+        "sessions": int(totals["sessions"]),
+        "events": int(totals["events"]),
+        "threshold": threshold,
         "events_mentioned": totals["digest"] / totals["events"],
         "lead_baseline_mentioned": totals["lead"] / totals["events"],
         "words_per_day": totals["words"] / totals["days"],
@@ -159,17 +163,21 @@ def dreaming() -> dict[str, Any]:
                 turn = message_at_line(parse_session(rel, (corpus / rel).read_bytes()), int(line or 0))
                 statement = re.sub(r"^[A-Z][\w .'-]{0,30}: ", "", proposal.write.content)
                 wanted = content_words(statement)
-                grounded += bool(turn and wanted and len(wanted & content_words(turn.text)) / len(wanted)
-                                 >= GROUNDED_CHECK)
+                grounded += bool(
+                    turn and wanted and len(wanted & content_words(turn.text)) / len(wanted) >= GROUNDED_CHECK
+                )
             statements = [" ".join(p.write.content.lower().split()) for p in proposals]
         finally:
             svc.close()
     return {
-        "proposals": len(proposals), "grounded": grounded / len(proposals) if proposals else 0.0,
+        "proposals": len(proposals),
+        "grounded": grounded / len(proposals) if proposals else 0.0,
         "duplicates": len(statements) - len(set(statements)) + again.outputs.get("written", 0),
-        "second_run_created": again.outputs.get("written", 0), "stopped": first.outputs.get("stopped", {}),
+        "second_run_created": again.outputs.get("written", 0),
+        "stopped": first.outputs.get("stopped", {}),
         "by_kind": dict(Counter(p.write.kind for p in proposals)),
-        "digest_seconds": digest_seconds, "dream_seconds": dream_seconds,
+        "digest_seconds": digest_seconds,
+        "dream_seconds": dream_seconds,
     }
 
 
@@ -183,15 +191,23 @@ def main() -> None:
     if args.json:
         print(json.dumps({"digest": res, "dreaming": dream}, indent=2))
         return
-    print(f"LoCoMo daily digests (deterministic): {res['days']} days, {res['sessions']} sessions, "
-          f"{res['events']} annotated events, mention = ≥{res['threshold']:.0%} of an event's content words")
-    print(f"events mentioned: digest {res['events_mentioned']:.3f}   first-N-sentences baseline "
-          f"{res['lead_baseline_mentioned']:.3f} (same length: {res['words_per_day']:.0f} words a day)")
-    print(f"compression: {res['compression']:.1f}x (transcript tokens / digest file tokens)   "
-          f"{res['ms_per_day']:.1f} ms per day")
-    print(f"dreaming: {dream['proposals']} proposals {dream['by_kind']}, grounded {dream['grounded']:.3f} "
-          f"(≥{GROUNDED_CHECK:.0%} of the statement's words in the cited turn), duplicates {dream['duplicates']} "
-          f"(a forced second run created {dream['second_run_created']}); stopped by gates {dream['stopped']}")
+    print(
+        f"LoCoMo daily digests (deterministic): {res['days']} days, {res['sessions']} sessions, "
+        f"{res['events']} annotated events, mention = ≥{res['threshold']:.0%} of an event's content words"
+    )
+    print(
+        f"events mentioned: digest {res['events_mentioned']:.3f}   first-N-sentences baseline "
+        f"{res['lead_baseline_mentioned']:.3f} (same length: {res['words_per_day']:.0f} words a day)"
+    )
+    print(
+        f"compression: {res['compression']:.1f}x (transcript tokens / digest file tokens)   "
+        f"{res['ms_per_day']:.1f} ms per day"
+    )
+    print(
+        f"dreaming: {dream['proposals']} proposals {dream['by_kind']}, grounded {dream['grounded']:.3f} "
+        f"(≥{GROUNDED_CHECK:.0%} of the statement's words in the cited turn), duplicates {dream['duplicates']} "
+        f"(a forced second run created {dream['second_run_created']}); stopped by gates {dream['stopped']}"
+    )
     print(f"job runner: all daily digests {dream['digest_seconds']:.1f} s, dream {dream['dream_seconds']:.1f} s")
 
 

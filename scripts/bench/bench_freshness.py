@@ -41,13 +41,58 @@ from _common import MachineLoad, bench_dir, busy_machine_warning, log, make_serv
 from dory.models import ReindexRequest, SearchRequest
 
 PATTERNS = ("in-place", "atomic-rename", "sed-i", "jetbrains", "vim")
-TOPICS = ("sailing to a volcanic island", "baking rye bread", "repairing a bicycle chain", "pruning apple trees",
-          "tuning a violin", "brewing green tea", "mapping a cave system", "training a sheepdog",
-          "restoring an oak table", "observing Jupiter's moons", "knitting a wool scarf", "fermenting cabbage")
-VOCABULARY = ("harbour", "lantern", "meadow", "copper", "violet", "thunder", "walnut", "glacier", "pepper",
-              "canyon", "orchard", "falcon", "marble", "saffron", "timber", "lagoon", "ember", "quartz",
-              "juniper", "prairie", "cobalt", "thistle", "beacon", "mosaic", "harvest", "cinder", "tundra",
-              "willow", "granite", "nectar", "pebble", "compass", "velvet", "summit", "ribbon", "dune")
+TOPICS = (
+    "sailing to a volcanic island",
+    "baking rye bread",
+    "repairing a bicycle chain",
+    "pruning apple trees",
+    "tuning a violin",
+    "brewing green tea",
+    "mapping a cave system",
+    "training a sheepdog",
+    "restoring an oak table",
+    "observing Jupiter's moons",
+    "knitting a wool scarf",
+    "fermenting cabbage",
+)
+VOCABULARY = (
+    "harbour",
+    "lantern",
+    "meadow",
+    "copper",
+    "violet",
+    "thunder",
+    "walnut",
+    "glacier",
+    "pepper",
+    "canyon",
+    "orchard",
+    "falcon",
+    "marble",
+    "saffron",
+    "timber",
+    "lagoon",
+    "ember",
+    "quartz",
+    "juniper",
+    "prairie",
+    "cobalt",
+    "thistle",
+    "beacon",
+    "mosaic",
+    "harvest",
+    "cinder",
+    "tundra",
+    "willow",
+    "granite",
+    "nectar",
+    "pebble",
+    "compass",
+    "velvet",
+    "summit",
+    "ribbon",
+    "dune",
+)
 NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
@@ -73,8 +118,9 @@ def note_text(n: int) -> tuple[str, str, str]:
     save's text differs in most words, so no two saves are near-duplicates of each other."""
     token = f"zqfresh{n:05d}"
     rng = random.Random(n)
-    sentence = (f"Field notes on {TOPICS[n % len(TOPICS)]} with {rng.choice(NUMBER_WORDS)} friends: "
-                + " ".join(rng.sample(VOCABULARY, 12)))
+    sentence = f"Field notes on {TOPICS[n % len(TOPICS)]} with {rng.choice(NUMBER_WORDS)} friends: " + " ".join(
+        rng.sample(VOCABULARY, 12)
+    )
     return f"# Fresh note {n}\n\n{sentence}. Marker {token}.\n", token, sentence
 
 
@@ -97,8 +143,24 @@ def save(path: Path, content: str, pattern: str) -> None:
     else:  # real vim: replace the whole buffer and write
         script = path.with_name(".vimscript")
         script.write_text(content)
-        subprocess.run(["vim", "-u", "NONE", "-N", "-es", "-c", "%d", "-c", f"call setline(1, readfile('{script}'))",
-                        "-c", "wq", str(path)], check=True, timeout=30)
+        subprocess.run(
+            [
+                "vim",
+                "-u",
+                "NONE",
+                "-N",
+                "-es",
+                "-c",
+                "%d",
+                "-c",
+                f"call setline(1, readfile('{script}'))",
+                "-c",
+                "wq",
+                str(path),
+            ],
+            check=True,
+            timeout=30,
+        )
         script.unlink()
 
 
@@ -187,8 +249,12 @@ def one_shot_reindex(corpus: Path, state: Path) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DORY_")}
     env.update(DORY_STATE_DIR=str(state), DORY_EMBEDDER_BACKEND="none")
     started = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).with_name("dory")), "--corpus", str(corpus), "reindex", "--no-vectors"],
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        [str(Path(sys.executable).with_name("dory")), "--corpus", str(corpus), "reindex", "--no-vectors"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - started
 
 
@@ -206,49 +272,75 @@ def one_save(n: int, folder: Path, reader: Any, args: argparse.Namespace) -> dic
 
     def hybrid() -> bool:
         res = reader.search(SearchRequest(query=sentence, mode="hybrid", k=10, debug=True))
-        return any(h.path == rel and h.explain is not None and h.explain.vector_rank is not None
-                   and token in h.snippet for h in res.hits)
+        return any(
+            h.path == rel and h.explain is not None and h.explain.vector_rank is not None and token in h.snippet
+            for h in res.hits
+        )
 
     lexical_s = seconds_until(lexical, t0, 30, 0.01)
     hybrid_s = seconds_until(hybrid, t0, 60, 0.1) if args.vectors else None
     return {"n": n, "pattern": pattern, "lexical_s": lexical_s, "hybrid_s": hybrid_s}
 
 
-def summarize(rows: list[dict[str, Any]], baseline_s: list[float], baseline_cli_s: list[float], startup_s: float,
-              stop_code: int, load: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def summarize(
+    rows: list[dict[str, Any]],
+    baseline_s: list[float],
+    baseline_cli_s: list[float],
+    startup_s: float,
+    stop_code: int,
+    load: dict[str, Any],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     lexical = [r["lexical_s"] for r in rows if r["lexical_s"] is not None]
     hybrid = [r["hybrid_s"] for r in rows if r["hybrid_s"] is not None]
-    per_pattern = {p: percentiles([r["lexical_s"] for r in rows if r["pattern"] == p and r["lexical_s"]])
-                   for p in PATTERNS}
+    per_pattern = {
+        p: percentiles([r["lexical_s"] for r in rows if r["pattern"] == p and r["lexical_s"]]) for p in PATTERNS
+    }
     return {
-        "files": args.files, "saves": len(rows), "vectors": args.vectors, "daemon_startup_s": startup_s,
+        "files": args.files,
+        "saves": len(rows),
+        "vectors": args.vectors,
+        "daemon_startup_s": startup_s,
         "backlog": "settled" if args.settle else "still embedding the corpus",
-        "lexical": percentiles(lexical), "lexical_missed": sum(r["lexical_s"] is None for r in rows),
+        "lexical": percentiles(lexical),
+        "lexical_missed": sum(r["lexical_s"] is None for r in rows),
         "hybrid": percentiles(hybrid) if args.vectors else None,
         "hybrid_missed": sum(r["hybrid_s"] is None for r in rows) if args.vectors else None,
-        "lexical_by_pattern": per_pattern, "baseline_reindex_in_process": percentiles(baseline_s),
+        "lexical_by_pattern": per_pattern,
+        "baseline_reindex_in_process": percentiles(baseline_s),
         "baseline_reindex_cli": percentiles(baseline_cli_s),
-        "daemon_exit_code": stop_code, "machine": load,
+        "daemon_exit_code": stop_code,
+        "machine": load,
     }
 
 
 def report(result: dict[str, Any]) -> str:
-    lines = [f"freshness on {result['files']:,} files, {result['saves']} saves "
-             f"(daemon start-up reconcile {result['daemon_startup_s']:.1f} s; vectors: {result['backlog']})"]
+    lines = [
+        f"freshness on {result['files']:,} files, {result['saves']} saves "
+        f"(daemon start-up reconcile {result['daemon_startup_s']:.1f} s; vectors: {result['backlog']})"
+    ]
     rows = [["save -> lexical hit", *_p(result["lexical"]), result["lexical_missed"]]]
     if result["hybrid"]:
         rows.append(["save -> hybrid hit via vector", *_p(result["hybrid"]), result["hybrid_missed"]])
     rows.append(["baseline: one-shot `dory reindex` (CLI)", *_p(result["baseline_reindex_cli"]), 0])
     rows.append(["baseline: the same reindex in-process", *_p(result["baseline_reindex_in_process"]), 0])
     lines.append(table(["seconds", "p50", "p95", "max", "missed"], rows, digits=3))
-    lines.append(table(["lexical by save pattern", "p50", "p95", "max"],
-                       [[p, *(_p(v))] for p, v in result["lexical_by_pattern"].items()], digits=3))
+    lines.append(
+        table(
+            ["lexical by save pattern", "p50", "p95", "max"],
+            [[p, *(_p(v))] for p, v in result["lexical_by_pattern"].items()],
+            digits=3,
+        )
+    )
     ratio = result["baseline_reindex_cli"]["p50"] / result["lexical"]["p50"]
-    lines.append(f"save -> searchable, daemon p50 / one-shot CLI reindex p50 = 1 / {ratio:.2f} (the daemon needs "
-                 "nobody to run anything; its figure includes the debounce)")
-    lines.append(f"targets: lexical p95 <= 1 s: {'OK' if result['lexical']['p95'] <= 1 else 'MISS'}"
-                 + (f"; hybrid p95 <= 5 s: {'OK' if result['hybrid']['p95'] <= 5 else 'MISS'}"
-                    if result["hybrid"] else ""))
+    lines.append(
+        f"save -> searchable, daemon p50 / one-shot CLI reindex p50 = 1 / {ratio:.2f} (the daemon needs "
+        "nobody to run anything; its figure includes the debounce)"
+    )
+    lines.append(
+        f"targets: lexical p95 <= 1 s: {'OK' if result['lexical']['p95'] <= 1 else 'MISS'}"
+        + (f"; hybrid p95 <= 5 s: {'OK' if result['hybrid']['p95'] <= 5 else 'MISS'}" if result["hybrid"] else "")
+    )
     lines.append(f"daemon exit code on SIGTERM: {result['daemon_exit_code']}")
     warning = busy_machine_warning(result["machine"])
     if warning:
@@ -265,8 +357,11 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--saves", type=int, default=120)
     parser.add_argument("--no-vectors", dest="vectors", action="store_false")
-    parser.add_argument("--settle", action="store_true",
-                        help="wait for the corpus's embedding backlog before saving (steady state, not first hour)")
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="wait for the corpus's embedding backlog before saving (steady state, not first hour)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args)

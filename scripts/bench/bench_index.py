@@ -141,9 +141,14 @@ def lexical_pass(corpus: Path, state: Path, profile: bool) -> tuple[Any, dict[st
     handled = res.new + len(res.skipped)
     counts = svc.store.counts()
     return svc, {
-        "files_indexed": res.new, "skipped": len(res.skipped), "skipped_by_reason": dict(reasons.most_common()),
-        "broken_frontmatter": counts["broken_frontmatter"], "chunks": counts["chunks"],
-        "seconds": sw.seconds, "files_s": rate(handled, sw.seconds), "profiled": profile,
+        "files_indexed": res.new,
+        "skipped": len(res.skipped),
+        "skipped_by_reason": dict(reasons.most_common()),
+        "broken_frontmatter": counts["broken_frontmatter"],
+        "chunks": counts["chunks"],
+        "seconds": sw.seconds,
+        "files_s": rate(handled, sw.seconds),
+        "profiled": profile,
     }
 
 
@@ -151,8 +156,12 @@ def rescan(svc: Any) -> dict[str, Any]:
     with timed() as sw:
         res = svc.reindex(ReindexRequest(vectors=False))
     changed = res.new + res.changed + res.renamed + res.deleted + res.touched
-    return {"files": res.unchanged, "changed": changed, "seconds": sw.seconds,
-            "files_s": rate(res.unchanged, sw.seconds)}
+    return {
+        "files": res.unchanged,
+        "changed": changed,
+        "seconds": sw.seconds,
+        "files_s": rate(res.unchanged, sw.seconds),
+    }
 
 
 def incremental(svc: Any, corpus: Path, count: int) -> dict[str, Any]:
@@ -177,8 +186,14 @@ def incremental(svc: Any, corpus: Path, count: int) -> dict[str, Any]:
             os.utime(corpus / rel, ns=(atime_ns, mtime_ns))
         dirty.unlink()
     restored = svc.reindex(ReindexRequest(vectors=False))  # the index matches the pristine notes again
-    return {"files": len(chosen), "changed": res.changed, "chunks_written": res.chunks_written,
-            "seconds": sw.seconds, "files_s": rate(len(chosen), sw.seconds), "restored": restored.changed}
+    return {
+        "files": len(chosen),
+        "changed": res.changed,
+        "chunks_written": res.chunks_written,
+        "seconds": sw.seconds,
+        "files_s": rate(len(chosen), sw.seconds),
+        "restored": restored.changed,
+    }
 
 
 # -- encoder ---------------------------------------------------------------------------------------
@@ -199,7 +214,8 @@ def pick_encoder_files(svc: Any, want_chunks: int) -> tuple[list[str], list[tupl
     for path in paths:
         for row in svc.store.conn.execute(
             "SELECT c.content_hash, c.text, c.heading_path, f.title, f.frontmatter FROM chunks c "
-            "JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal", (path,),
+            "JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal",
+            (path,),
         ):
             context = title_context(row["title"], json.loads(row["frontmatter"]), path)
             texts.append((row["content_hash"], embed_text(context, json.loads(row["heading_path"]), row["text"])))
@@ -244,7 +260,8 @@ def encoder(svc: Any, corpus: Path, want_chunks: int, rounds: int) -> dict[str, 
         store = VectorStore(embedder.dims)
         with timed() as sw:
             embedded, reused = vector_pass.embed_pending(
-                small.store, store, embedder, fingerprint, small.settings.faiss_path, lambda *_: None)
+                small.store, store, embedder, fingerprint, small.settings.faiss_path, lambda *_: None
+            )
         return sw.seconds, embedded, reused
 
     bare_times: list[float] = []
@@ -257,19 +274,31 @@ def encoder(svc: Any, corpus: Path, want_chunks: int, rounds: int) -> dict[str, 
             else:
                 seconds, embedded, reused = pipeline()
                 pipe_times.append(seconds)
-            log(f"  round {r + 1} {side}: {len(texts) / (bare_times if side == 'bare' else pipe_times)[-1]:.1f} "
-                "chunks/s")
+            log(
+                f"  round {r + 1} {side}: {len(texts) / (bare_times if side == 'bare' else pipe_times)[-1]:.1f} "
+                "chunks/s"
+            )
     small.close()
     ratios = [b / p for b, p in zip(bare_times, pipe_times, strict=True)]
     bare_rate = rate(len(texts) * rounds, sum(bare_times))
     pipe_rate = rate(embedded * rounds, sum(pipe_times))
     return {
-        "runtime": embedder.runtime, "notes": len(paths), "chunks": len(texts), "tokens": tokens, "rounds": rounds,
-        "same_texts": same_texts, "bare_seconds": bare_times, "bare_chunks_s": bare_rate,
-        "bare_tokens_s": rate(tokens * rounds, sum(bare_times)), "pipeline_seconds": pipe_times,
-        "pipeline_embedded": embedded, "pipeline_reused": reused, "pipeline_chunks_s": pipe_rate,
+        "runtime": embedder.runtime,
+        "notes": len(paths),
+        "chunks": len(texts),
+        "tokens": tokens,
+        "rounds": rounds,
+        "same_texts": same_texts,
+        "bare_seconds": bare_times,
+        "bare_chunks_s": bare_rate,
+        "bare_tokens_s": rate(tokens * rounds, sum(bare_times)),
+        "pipeline_seconds": pipe_times,
+        "pipeline_embedded": embedded,
+        "pipeline_reused": reused,
+        "pipeline_chunks_s": pipe_rate,
         "pipeline_tokens_s": rate(tokens * rounds, sum(pipe_times)),
-        "ratio": statistics.median(ratios), "ratio_of_totals": pipe_rate / bare_rate if bare_rate else None,
+        "ratio": statistics.median(ratios),
+        "ratio_of_totals": pipe_rate / bare_rate if bare_rate else None,
         "round_ratios": ratios,
     }
 
@@ -311,8 +340,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> str:
-    lex, base, scan, sbase, inc = r["lexical"], r["baseline_read_hash"], r["rescan"], r["baseline_walk_stat"], \
-        r["incremental"]
+    lex, base, scan, sbase, inc = (
+        r["lexical"],
+        r["baseline_read_hash"],
+        r["rescan"],
+        r["baseline_walk_stat"],
+        r["incremental"],
+    )
     rows = [
         ["lexical pass (Dory)", lex["files_s"], lex["seconds"], f"≥ {TARGETS['lexical_files_s']} files/s"],
         ["  baseline: read + sha256", base["files_s"], base["seconds"], ""],
@@ -322,8 +356,10 @@ def render(r: dict[str, Any]) -> str:
         ["  Dory / baseline", f"{scan['files_s'] / sbase['files_s']:.1%}", None, ""],
         [f"incremental, {inc['files']} edited notes", inc["files_s"], inc["seconds"], ""],
     ]
-    out = [f"Dory indexing benchmark: {r['corpus']}" + (f" (first {r['limit']} notes)" if r["limit"] else ""),
-           f"other processes kept {_cores(r['machine'])} cores busy on average during the run"]
+    out = [
+        f"Dory indexing benchmark: {r['corpus']}" + (f" (first {r['limit']} notes)" if r["limit"] else ""),
+        f"other processes kept {_cores(r['machine'])} cores busy on average during the run",
+    ]
     warning = busy_machine_warning(r["machine"])
     out += [warning] if warning else []
     out += ["", table(["stage", "files/s", "seconds", "SPEC §11 target"], rows), ""]
@@ -343,20 +379,31 @@ def render(r: dict[str, Any]) -> str:
     enc = r.get("encoder")
     if enc:
         rows = [
-            ["bare MiniLMEmbedder.embed_documents", enc["bare_chunks_s"], enc["bare_tokens_s"],
-             sum(enc["bare_seconds"])],
-            ["pipeline vector_pass.embed_pending", enc["pipeline_chunks_s"], enc["pipeline_tokens_s"],
-             sum(enc["pipeline_seconds"])],
+            [
+                "bare MiniLMEmbedder.embed_documents",
+                enc["bare_chunks_s"],
+                enc["bare_tokens_s"],
+                sum(enc["bare_seconds"]),
+            ],
+            [
+                "pipeline vector_pass.embed_pending",
+                enc["pipeline_chunks_s"],
+                enc["pipeline_tokens_s"],
+                sum(enc["pipeline_seconds"]),
+            ],
         ]
         per_round = ", ".join(f"{x:.0%}" for x in enc["round_ratios"])
-        out += ["", f"encoder ({enc['runtime']} runtime, one instance for both): {enc['chunks']} real chunks from "
-                f"{enc['notes']} notes, {enc['tokens']:,} tokens, {enc['rounds']} alternating rounds; same texts "
-                f"in both: {enc['same_texts']}; pipeline embedded {enc['pipeline_embedded']}, reused "
-                f"{enc['pipeline_reused']} per round",
-                table(["encoder", "chunks/s", "tokens/s", "seconds"], rows),
-                f"pipeline / bare: {enc['ratio']:.1%} (median of rounds: {per_round}; over summed times "
-                f"{fmt(enc['ratio_of_totals'] * 100 if enc['ratio_of_totals'] else None)}%; "
-                f"target ≥ {TARGETS['pipeline_ratio']:.0%})"]
+        out += [
+            "",
+            f"encoder ({enc['runtime']} runtime, one instance for both): {enc['chunks']} real chunks from "
+            f"{enc['notes']} notes, {enc['tokens']:,} tokens, {enc['rounds']} alternating rounds; same texts "
+            f"in both: {enc['same_texts']}; pipeline embedded {enc['pipeline_embedded']}, reused "
+            f"{enc['pipeline_reused']} per round",
+            table(["encoder", "chunks/s", "tokens/s", "seconds"], rows),
+            f"pipeline / bare: {enc['ratio']:.1%} (median of rounds: {per_round}; over summed times "
+            f"{fmt(enc['ratio_of_totals'] * 100 if enc['ratio_of_totals'] else None)}%; "
+            f"target ≥ {TARGETS['pipeline_ratio']:.0%})",
+        ]
     return "\n".join(out)
 
 
@@ -368,10 +415,10 @@ def _cores(load: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="use only the first N notes (sorted paths)")
-    parser.add_argument("--encoder-chunks", type=int, default=400,
-                        help="chunks for the encoder comparison (0 skips it; default 400)")
-    parser.add_argument("--encoder-rounds", type=int, default=3,
-                        help="alternating bare/pipeline rounds (default 3)")
+    parser.add_argument(
+        "--encoder-chunks", type=int, default=400, help="chunks for the encoder comparison (0 skips it; default 400)"
+    )
+    parser.add_argument("--encoder-rounds", type=int, default=3, help="alternating bare/pipeline rounds (default 3)")
     parser.add_argument("--profile", action="store_true", help="cProfile the lexical pass (to stderr)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     args = parser.parse_args()

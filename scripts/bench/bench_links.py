@@ -56,8 +56,9 @@ def popular_names(vault: Path, count: int) -> list[str]:
     counts: Counter[str] = Counter()
     for path in vault.rglob("*.md"):
         doc = parse_document(str(path.relative_to(vault)), path.read_bytes())
-        counts.update(Path(link.target).name for link in links.extract_links(doc.lines, doc.body_start)
-                      if link.kind == "wikilink")
+        counts.update(
+            Path(link.target).name for link in links.extract_links(doc.lines, doc.body_start) if link.kind == "wikilink"
+        )
     picked: dict[str, str] = {}
     for name, _ in counts.most_common():
         key = normalise_name(name)
@@ -120,10 +121,12 @@ def time_call(fn: Any, repeat: int) -> tuple[list[float], Any]:
 def query_figures(svc: Any, hub_paths: list[str], repeat: int) -> dict[str, Any]:
     graph._NAMES.clear()
     cold, _ = time_call(lambda: graph.names(svc.store.conn), 1)
-    shapes = {"neighbors depth 1 (both)": dict(direction="both", depth=1),
-              "neighbors depth 2 (both)": dict(direction="both", depth=2),
-              "backlinks (in, depth 1)": dict(direction="in", depth=1),
-              "out links (depth 1)": dict(direction="out", depth=1)}
+    shapes = {
+        "neighbors depth 1 (both)": dict(direction="both", depth=1),
+        "neighbors depth 2 (both)": dict(direction="both", depth=2),
+        "backlinks (in, depth 1)": dict(direction="in", depth=1),
+        "out links (depth 1)": dict(direction="out", depth=1),
+    }
     out: dict[str, Any] = {"name_tables_cold_s": cold[0], "hubs": hub_paths}
     for label, shape in shapes.items():
         seconds: list[float] = []
@@ -144,7 +147,8 @@ def incremental(svc: Any, vault: Path) -> dict[str, float]:
     steps = {
         "new entity page (mentions refreshed)": lambda: page.write_text(f"---\ntitle: {name}\n---\n# {name}\n"),
         "entity page body edited (same names)": lambda: page.write_text(
-            f"---\ntitle: {name}\n---\n# {name}\n\nMore words.\n"),
+            f"---\ntitle: {name}\n---\n# {name}\n\nMore words.\n"
+        ),
         "new plain note": lambda: (vault / "bench-links-note.md").write_text("# Bench\n\nSee [[Dataview]].\n"),
     }
     out: dict[str, float] = {}
@@ -155,7 +159,8 @@ def incremental(svc: Any, vault: Path) -> dict[str, float]:
         out[label] = time.perf_counter() - started
     conn = svc.store.conn
     out["notes mentioning the new entity"] = conn.execute(
-        "SELECT count(*) FROM links WHERE kind = 'mention' AND target = ?", (f"concepts/{page.name}",)).fetchone()[0]
+        "SELECT count(*) FROM links WHERE kind = 'mention' AND target = ?", (f"concepts/{page.name}",)
+    ).fetchone()[0]
     return out
 
 
@@ -180,32 +185,59 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         steps = incremental(svc, vault)
     finally:
         svc.close()
-    return {"files": files, "entities": args.entities, **counts, "orphans": res.orphans_total,
-            "index_baseline_s": min(base_s), "index_links_s": min(links_s), "rounds": args.rounds,
-            "lint_cold_s": lint_cold[0], "lint_warm_s": min(lint_warm), "queries": queries,
-            "incremental_s": steps, "machine": load.report()}
+    return {
+        "files": files,
+        "entities": args.entities,
+        **counts,
+        "orphans": res.orphans_total,
+        "index_baseline_s": min(base_s),
+        "index_links_s": min(links_s),
+        "rounds": args.rounds,
+        "lint_cold_s": lint_cold[0],
+        "lint_warm_s": min(lint_warm),
+        "queries": queries,
+        "incremental_s": steps,
+        "machine": load.report(),
+    }
 
 
 def report(result: dict[str, Any]) -> str:
     ratio = result["index_links_s"] / result["index_baseline_s"]
-    lines = [f"link graph on obsidian-hub: {result['files']:,} notes ({result['entities']} added concept pages)",
-             table(["graph", "count"], [
-                 ["explicit edges", result["explicit_edges"]], ["  resolved", result["resolved"]],
-                 ["  broken", result["broken"]], ["mention edges", result["mention_edges"]],
-                 ["orphans", result["orphans"]]]),
-             "",
-             table(["seconds", "value"], [
-                 ["index, baseline (no link graph)", result["index_baseline_s"]],
-                 ["index, with the link graph", result["index_links_s"]],
-                 ["lint (cold: name tables built)", result["lint_cold_s"]],
-                 ["lint (warm)", result["lint_warm_s"]],
-                 ["name tables, cold build", result["queries"]["name_tables_cold_s"]]], digits=3),
-             f"indexing with links / baseline = {ratio:.2f} (best of {result['rounds']} rounds each)",
-             ""]
-    rows = [[label, stats["p50"] * 1000, stats["p95"] * 1000, stats["edges_mean"]]
-            for label, stats in result["queries"].items() if isinstance(stats, dict)]
-    lines.append(table([f"query on {len(result['queries']['hubs'])} hub notes", "p50 ms", "p95 ms", "edges"],
-                       rows, digits=2))
+    lines = [
+        f"link graph on obsidian-hub: {result['files']:,} notes ({result['entities']} added concept pages)",
+        table(
+            ["graph", "count"],
+            [
+                ["explicit edges", result["explicit_edges"]],
+                ["  resolved", result["resolved"]],
+                ["  broken", result["broken"]],
+                ["mention edges", result["mention_edges"]],
+                ["orphans", result["orphans"]],
+            ],
+        ),
+        "",
+        table(
+            ["seconds", "value"],
+            [
+                ["index, baseline (no link graph)", result["index_baseline_s"]],
+                ["index, with the link graph", result["index_links_s"]],
+                ["lint (cold: name tables built)", result["lint_cold_s"]],
+                ["lint (warm)", result["lint_warm_s"]],
+                ["name tables, cold build", result["queries"]["name_tables_cold_s"]],
+            ],
+            digits=3,
+        ),
+        f"indexing with links / baseline = {ratio:.2f} (best of {result['rounds']} rounds each)",
+        "",
+    ]
+    rows = [
+        [label, stats["p50"] * 1000, stats["p95"] * 1000, stats["edges_mean"]]
+        for label, stats in result["queries"].items()
+        if isinstance(stats, dict)
+    ]
+    lines.append(
+        table([f"query on {len(result['queries']['hubs'])} hub notes", "p50 ms", "p95 ms", "edges"], rows, digits=2)
+    )
     lines.append("")
     lines.append(table(["incremental lexical pass", "value"], list(result["incremental_s"].items()), digits=3))
     warning = busy_machine_warning(result["machine"])

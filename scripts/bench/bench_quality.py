@@ -37,16 +37,20 @@ def build(set_name: str) -> tuple[Any, Path, list[dict[str, Any]]]:
     svc = make_service(corpus, root / "state")
     started = time.monotonic()
     res = svc.reindex(ReindexRequest())
-    print(f"[{set_name}] reindex: {res.new} new, {res.vectors_embedded} embedded, {res.vectors_reused} reused "
-          f"in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    print(
+        f"[{set_name}] reindex: {res.new} new, {res.vectors_embedded} embedded, {res.vectors_reused} reused "
+        f"in {time.monotonic() - started:.1f}s",
+        file=sys.stderr,
+    )
     return svc, root, load_queries(root / "queries.jsonl")
 
 
 def file_metrics(ranks_per_query: list[list[int | None]], k: int) -> dict[str, float]:
     n = len(ranks_per_query)
     recall = sum(sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for ranks in ranks_per_query)
-    mrr = sum(1 / min(found) if (found := [r for r in ranks if r is not None and r <= 10]) else 0
-              for ranks in ranks_per_query)
+    mrr = sum(
+        1 / min(found) if (found := [r for r in ranks if r is not None and r <= 10]) else 0 for ranks in ranks_per_query
+    )
     return {f"recall@{k}": recall / n, "mrr@10": mrr / n, "ndcg@10": sum(ndcg(r) for r in ranks_per_query) / n}
 
 

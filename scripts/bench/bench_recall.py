@@ -40,25 +40,35 @@ def metrics(ranks: list[list[int | None]]) -> dict[str, float]:
     return out
 
 
-def hit_ranks(expected: list[str], hits: list[tuple[str, int, int]],
-              lines: dict[str, dict[str, int]]) -> list[int | None]:
+def hit_ranks(
+    expected: list[str], hits: list[tuple[str, int, int]], lines: dict[str, dict[str, int]]
+) -> list[int | None]:
     """For each expected `path#D3:7`, the rank of the first hit (path, start, end) covering its line."""
     out: list[int | None] = []
     for item in expected:
         path, anchor = item.split("#", 1)
         line = lines.get(path, {}).get(anchor)
-        rank = next((i for i, (p, start, end) in enumerate(hits, start=1)
-                     if line is not None and p == path and start <= line <= end), None)
+        rank = next(
+            (
+                i
+                for i, (p, start, end) in enumerate(hits, start=1)
+                if line is not None and p == path and start <= line <= end
+            ),
+            None,
+        )
         out.append(rank)
     return out
 
 
-def baseline(by_conv: dict[str, list[tuple[str, int, int, str]]], qs: list[dict[str, Any]],
-             lines: dict[str, dict[str, int]]) -> dict[str, list[list[int | None]]]:
+def baseline(
+    by_conv: dict[str, list[tuple[str, int, int, str]]], qs: list[dict[str, Any]], lines: dict[str, dict[str, int]]
+) -> dict[str, list[list[int | None]]]:
     from rank_bm25 import BM25Okapi
 
-    models = {conv: BM25Okapi([re.findall(r"\w+", text.lower()) or ["_"] for *_, text in turns])
-              for conv, turns in by_conv.items()}
+    models = {
+        conv: BM25Okapi([re.findall(r"\w+", text.lower()) or ["_"] for *_, text in turns])
+        for conv, turns in by_conv.items()
+    }
     ranks: dict[str, list[list[int | None]]] = {}
     for q in qs:
         turns = by_conv[q["conversation"]]
@@ -74,8 +84,11 @@ def run(limit: int | None) -> dict[str, Any]:
     svc = make_service(corpus, root / "state")
     started = time.monotonic()
     res = svc.reindex(ReindexRequest())
-    print(f"reindex: {res.sessions_indexed} transcripts, {res.session_vectors_embedded} turns embedded "
-          f"in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    print(
+        f"reindex: {res.sessions_indexed} transcripts, {res.session_vectors_embedded} turns embedded "
+        f"in {time.monotonic() - started:.1f}s",
+        file=sys.stderr,
+    )
     qs = queries(root)[:limit] if limit else queries(root)
     lines = turn_lines(corpus)
     by_conv: dict[str, list[tuple[str, int, int, str]]] = {}
@@ -87,14 +100,20 @@ def run(limit: int | None) -> dict[str, Any]:
         started = time.monotonic()
         per_conv: dict[str, list[list[int | None]]] = {}
         for q in qs:
-            hits = svc.search(SearchRequest(query=q["query"], mode=mode, corpus="sessions", k=10,
-                                            scope=Scope(path=q["scope"]))).hits
+            hits = svc.search(
+                SearchRequest(query=q["query"], mode=mode, corpus="sessions", k=10, scope=Scope(path=q["scope"]))
+            ).hits
             found = [(h.path, h.start_line, h.end_line) for h in hits]
             per_conv.setdefault(q["conversation"], []).append(hit_ranks(q["expected_turns"], found, lines))
         ranks[name] = per_conv
         timing[name] = 1000 * (time.monotonic() - started) / len(qs)
-    out: dict[str, Any] = {"set": "locomo", "queries": len(qs), "turns": sum(len(v) for v in by_conv.values()),
-                           "protocol": "search within one conversation", "ms_per_query": timing}
+    out: dict[str, Any] = {
+        "set": "locomo",
+        "queries": len(qs),
+        "turns": sum(len(v) for v in by_conv.values()),
+        "protocol": "search within one conversation",
+        "ms_per_query": timing,
+    }
     for name, per_conv in ranks.items():
         out[name] = {"all": metrics([r for conv in per_conv.values() for r in conv])}
         out[name] |= {conv: metrics(r) for conv, r in sorted(per_conv.items())}

@@ -112,8 +112,14 @@ def build_corpus(work: Path, source: Path, target: int) -> dict[str, Any]:
             log(f"  {copied:,} notes copied, {chunks:,} chunks")
     counts = svc.store.counts()
     svc.close()
-    info = {"target": target, "notes_copied": copied, "copies": math.ceil(copied / len(notes)),
-            "files": counts["files"], "chunks": counts["chunks"], "build_seconds": sw.seconds}
+    info = {
+        "target": target,
+        "notes_copied": copied,
+        "copies": math.ceil(copied / len(notes)),
+        "files": counts["files"],
+        "chunks": counts["chunks"],
+        "build_seconds": sw.seconds,
+    }
     (work / "corpus.json").write_text(json.dumps(info))
     return info
 
@@ -122,10 +128,11 @@ def chunk_texts(svc: Any, ids: list[int]) -> list[str]:
     """The texts the vector pass would embed for these chunk ids, in order."""
     out = {}
     for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
+        part = ids[start : start + 500]
         rows = svc.store.conn.execute(
             "SELECT c.id, c.text, c.heading_path, f.title, f.frontmatter, f.path FROM chunks c "
-            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(part))})", part,
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(part))})",
+            part,
         ).fetchall()
         for row in rows:
             context = title_context(row["title"], json.loads(row["frontmatter"]), row["path"])
@@ -157,8 +164,14 @@ def build_vectors(work: Path, sample_size: int, noise: float) -> dict[str, Any]:
         svc.store.set_meta("fingerprint", fingerprint)
     store.save(svc.settings.faiss_path)
     svc.close()
-    info = {"fingerprint": fingerprint, "real_sample": len(sample_pos), "noise_sigma": noise,
-            "vectors": len(ids), "sample_embed_chunks_s": len(sample_pos) / sw.seconds, "ivf": store.is_ivf}
+    info = {
+        "fingerprint": fingerprint,
+        "real_sample": len(sample_pos),
+        "noise_sigma": noise,
+        "vectors": len(ids),
+        "sample_embed_chunks_s": len(sample_pos) / sw.seconds,
+        "ivf": store.is_ivf,
+    }
     (work / "vectors.json").write_text(json.dumps(info))
     return info
 
@@ -174,9 +187,13 @@ def prepare(size: int, source: Path, args: argparse.Namespace) -> tuple[Path, di
     svc = make_service(work / "corpus", work / "state")
     fingerprint = fingerprint_key(svc.embedder.fingerprint())
     svc.close()
-    if (vec_info is None or vec_info["fingerprint"] != fingerprint or vec_info["real_sample"] != min(
-            args.sample_vectors, corpus_info["chunks"]) or vec_info["noise_sigma"] != args.noise
-            or not (work / "state" / "vectors.faiss").exists()):
+    if (
+        vec_info is None
+        or vec_info["fingerprint"] != fingerprint
+        or vec_info["real_sample"] != min(args.sample_vectors, corpus_info["chunks"])
+        or vec_info["noise_sigma"] != args.noise
+        or not (work / "state" / "vectors.faiss").exists()
+    ):
         log(f"[{size:,}] building vectors …")
         vec_info = build_vectors(work, args.sample_vectors, args.noise)
     return work, corpus_info, vec_info
@@ -226,7 +243,7 @@ def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Na
     times: dict[str, list[float]] = {run: [] for run in runs}
     hits = dict.fromkeys(runs, 0)
     for n, q in enumerate(queries):
-        for run in runs[n % len(runs):] + runs[:n % len(runs)]:
+        for run in runs[n % len(runs) :] + runs[: n % len(runs)]:
             mode, threads = run.removesuffix("_blas1"), 1 if run.endswith("_blas1") else None
             with blas_threads(threads) if threads else contextlib.nullcontext():
                 if profiler and run == "hybrid":
@@ -270,7 +287,7 @@ def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Na
     names = list(contenders)
     base_times: dict[str, list[float]] = {name: [] for name in names}
     for n, v in enumerate(qvecs[:5] + qvecs):  # the first five are warm-up
-        for name in names[n % 3:] + names[:n % 3]:
+        for name in names[n % 3 :] + names[: n % 3]:
             t0 = time.perf_counter()
             contenders[name](v)
             if n >= 5:
@@ -315,20 +332,29 @@ def cli_runs(work: Path, queries: list[str], runs: int) -> dict[str, Any]:
         rss.append(usage.ru_maxrss / 1024)
         if proc.returncode != 0:
             failures.append(err.decode(errors="replace")[-300:])
-    return {"runs": runs, "median_s": statistics.median(walls), "max_s": max(walls), "min_s": min(walls),
-            "peak_rss_mb": max(rss), "failures": failures}
+    return {
+        "runs": runs,
+        "median_s": statistics.median(walls),
+        "max_s": max(walls),
+        "min_s": min(walls),
+        "peak_rss_mb": max(rss),
+        "failures": failures,
+    }
 
 
 # -- main ------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> dict[str, Any]:
     root = unpack("mdcorpus")
     every = load_queries(root, args.queries + args.warmup)
-    queries, warmup = every[:args.queries], every[args.queries:]
+    queries, warmup = every[: args.queries], every[args.queries :]
     result: dict[str, Any] = {
         "vectors_note": f"SYNTHETIC AROUND REAL: {args.sample_vectors:,} chunks embedded with MiniLM, every other "
-                        f"chunk a sample vector + N(0, {args.noise}) noise per dimension, L2-normalised; "
-                        "queries are real and really embedded",
-        "queries": len(queries), "warmup": len(warmup), "top_k": TOP_K, "targets": TARGETS,
+        f"chunk a sample vector + N(0, {args.noise}) noise per dimension, L2-normalised; "
+        "queries are real and really embedded",
+        "queries": len(queries),
+        "warmup": len(warmup),
+        "top_k": TOP_K,
+        "targets": TARGETS,
         "blas_threads": blas_thread_count(),
         "sizes": {},
     }
@@ -342,14 +368,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> str:
-    out = ["Dory search latency (warm service)", f"vectors: {r['vectors_note']}",
-           f"{r['queries']} real queries from mdcorpus (4 trees), {r['warmup']} warm-up; top-k {r['top_k']}; "
-           f"numpy BLAS threads: {r['blas_threads']}"]
+    out = [
+        "Dory search latency (warm service)",
+        f"vectors: {r['vectors_note']}",
+        f"{r['queries']} real queries from mdcorpus (4 trees), {r['warmup']} warm-up; top-k {r['top_k']}; "
+        f"numpy BLAS threads: {r['blas_threads']}",
+    ]
     for size, s in r["sizes"].items():
         c, v, cli = s["corpus"], s["vectors"], s["cli"]
-        out += ["", f"== target {int(size):,} chunks: {c['chunks']:,} chunks in {c['files']:,} notes "
-                f"({c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} of the source notes), "
-                f"{v['vectors']:,} vectors ({v['real_sample']:,} real), {'IVF' if v['ivf'] else 'flat'} index"]
+        out += [
+            "",
+            f"== target {int(size):,} chunks: {c['chunks']:,} chunks in {c['files']:,} notes "
+            f"({c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} of the source notes), "
+            f"{v['vectors']:,} vectors ({v['real_sample']:,} real), {'IVF' if v['ivf'] else 'flat'} index",
+        ]
         rows = []
         for label, key, target in [
             ("svc.search bm25", "bm25", TARGET_TEXT["bm25"]),
@@ -366,19 +398,26 @@ def render(r: dict[str, Any]) -> str:
             rows.append([label, p["p50"], p["p95"], p["p99"], target])
         out.append(table(["ms", "p50", "p95", "p99", "SPEC §11 target"], rows, digits=2))
         hyb, emb = s["hybrid"], s["query_embedding"]
-        out.append(f"hybrid minus query embedding (p50): {hyb['p50'] - emb['p50']:.2f} ms; first hybrid search "
-                   f"in a fresh service (loads model + vectors): {s['first_hybrid_search_s']:.2f} s")
+        out.append(
+            f"hybrid minus query embedding (p50): {hyb['p50'] - emb['p50']:.2f} ms; first hybrid search "
+            f"in a fresh service (loads model + vectors): {s['first_hybrid_search_s']:.2f} s"
+        )
         out.append(f"queries with hits: {s['queries_with_hits']}; bench process RSS {s['rss_mb']:,.0f} MB")
         others = s["machine"]["others_cores"]
-        out.append("other processes kept " + ("?" if others is None else f"{others:.2f} of {s['machine']['cores']}")
-                   + " cores busy on average while this size was measured")
+        out.append(
+            "other processes kept "
+            + ("?" if others is None else f"{others:.2f} of {s['machine']['cores']}")
+            + " cores busy on average while this size was measured"
+        )
         warning = busy_machine_warning(s["machine"])
         out += [warning] if warning else []
         verdict = "ok" if cli["median_s"] <= TARGETS["cli_s"] else "MISSED"
-        out.append(f"one-shot CLI `dory search` (hybrid, {cli['runs']} runs): median {cli['median_s']:.2f} s, "
-                   f"max {cli['max_s']:.2f} s, min {cli['min_s']:.2f} s, peak RSS {cli['peak_rss_mb']:,.0f} MB "
-                   f"[target ≤ {TARGETS['cli_s']} s: {verdict}]"
-                   + (f"; {len(cli['failures'])} FAILED: {cli['failures'][0]}" if cli["failures"] else ""))
+        out.append(
+            f"one-shot CLI `dory search` (hybrid, {cli['runs']} runs): median {cli['median_s']:.2f} s, "
+            f"max {cli['max_s']:.2f} s, min {cli['min_s']:.2f} s, peak RSS {cli['peak_rss_mb']:,.0f} MB "
+            f"[target ≤ {TARGETS['cli_s']} s: {verdict}]"
+            + (f"; {len(cli['failures'])} FAILED: {cli['failures'][0]}" if cli["failures"] else "")
+        )
     return "\n".join(out)
 
 

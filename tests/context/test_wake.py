@@ -33,9 +33,15 @@ def core_files(body_lines: int = 2) -> dict[str, str | bytes]:
     return files
 
 
-def wake(root: Path, profile: str = "default", recent: list[RecentSession] | None = None,
-         count: Callable[[str], int] = approx_token_count, now: dt.datetime = NOW,
-         settings: WakeSettings | None = None, **req: object) -> WakeResponse:
+def wake(
+    root: Path,
+    profile: str = "default",
+    recent: list[RecentSession] | None = None,
+    count: Callable[[str], int] = approx_token_count,
+    now: dt.datetime = NOW,
+    settings: WakeSettings | None = None,
+    **req: object,
+) -> WakeResponse:
     request = WakeRequest(profile=profile, **req)  # type: ignore[arg-type]
     return build_wake(root, settings or WakeSettings(), request, count, recent or [], now=now)
 
@@ -49,13 +55,16 @@ def assert_caps(resp: WakeResponse, count: Callable[[str], int]) -> None:
     assert resp.tokens == count(resp.block) and resp.chars == len(resp.block)
 
 
-@pytest.mark.parametrize(("profile", "expected"), [
-    ("default", ["user", "soul", "env", "active", "identity", "defaults"]),
-    ("casual", ["user", "soul", "identity", "defaults", "active", "env"]),
-    ("coding", ["active", "env", "defaults"]),
-    ("writing", ["soul", "writing_voice", "defaults", "active"]),
-    ("privacy", ["privacy_boundaries", "defaults", "soul"]),
-])
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        ("default", ["user", "soul", "env", "active", "identity", "defaults"]),
+        ("casual", ["user", "soul", "identity", "defaults", "active", "env"]),
+        ("coding", ["active", "env", "defaults"]),
+        ("writing", ["soul", "writing_voice", "defaults", "active"]),
+        ("privacy", ["privacy_boundaries", "defaults", "soul"]),
+    ],
+)
 def test_each_profile_has_its_order(write_corpus: WriteCorpus, profile: str, expected: list[str]) -> None:
     files = core_files()
     files["core/user.md"] += "\n## Boundaries\n- Do not discuss my family.\n"
@@ -70,8 +79,13 @@ def test_each_profile_has_its_order(write_corpus: WriteCorpus, profile: str, exp
 
 
 def test_writing_voice_prefers_the_writing_voice_page(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({**core_files(), "knowledge/personal/a-voice.md": "# A\nWRONG VOICE\n",
-                         "knowledge/personal/writing-voice.md": "# Writing voice\nRIGHT VOICE\n"})
+    root = write_corpus(
+        {
+            **core_files(),
+            "knowledge/personal/a-voice.md": "# A\nWRONG VOICE\n",
+            "knowledge/personal/writing-voice.md": "# Writing voice\nRIGHT VOICE\n",
+        }
+    )
     resp = wake(root, "writing", budget=1500)
     assert "RIGHT VOICE" in resp.block and "WRONG VOICE" not in resp.block
     assert resp.sections[1].source == "knowledge/personal/writing-voice.md"
@@ -80,7 +94,8 @@ def test_writing_voice_prefers_the_writing_voice_page(write_corpus: WriteCorpus)
 def test_a_section_over_its_budget_is_cut_with_a_marker(write_corpus: WriteCorpus) -> None:
     files = core_files()
     files["core/user.md"] = "---\ntitle: User\n---\n# User heading\n" + "".join(
-        f"- user line {i} says something fairly ordinary.\n" for i in range(300))
+        f"- user line {i} says something fairly ordinary.\n" for i in range(300)
+    )
     root = write_corpus(files)
     resp = wake(root, budget=1500)
     user = resp.sections[0]
@@ -93,12 +108,14 @@ def test_a_section_over_its_budget_is_cut_with_a_marker(write_corpus: WriteCorpu
 
 
 def test_frontmatter_is_stripped_and_timeline_dropped(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({
-        "core/user.md": "---\ntitle: User\nsecret: FRONTMATTER-VALUE\n---\n# User\nHello there.\n"
-                        "<!-- TIMELINE: append-only below this line -->\n## Timeline\n- 2026-01-01: OLD-HISTORY\n",
-        "core/soul.md": "---\ntitle: Soul Page\n---\nNo heading in this file.\n",
-        "core/env.md": "---\ntitle: [broken\n---\nEnv text.\n",
-    })
+    root = write_corpus(
+        {
+            "core/user.md": "---\ntitle: User\nsecret: FRONTMATTER-VALUE\n---\n# User\nHello there.\n"
+            "<!-- TIMELINE: append-only below this line -->\n## Timeline\n- 2026-01-01: OLD-HISTORY\n",
+            "core/soul.md": "---\ntitle: Soul Page\n---\nNo heading in this file.\n",
+            "core/env.md": "---\ntitle: [broken\n---\nEnv text.\n",
+        }
+    )
     resp = wake(root)
     assert resp.block.startswith("# User\nHello there.")
     assert "FRONTMATTER-VALUE" not in resp.block and "OLD-HISTORY" not in resp.block
@@ -107,8 +124,14 @@ def test_frontmatter_is_stripped_and_timeline_dropped(write_corpus: WriteCorpus)
 
 
 def test_missing_and_unreadable_files_are_omitted(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({"core/soul.md": "# Soul\nBe brief.\n", "core/env.md": b"# Env\x00binary\n",
-                         "core/active.md": "", "core/identity.md": "---\ntitle: Identity\n---\n"})
+    root = write_corpus(
+        {
+            "core/soul.md": "# Soul\nBe brief.\n",
+            "core/env.md": b"# Env\x00binary\n",
+            "core/active.md": "",
+            "core/identity.md": "---\ntitle: Identity\n---\n",
+        }
+    )
     resp = wake(root)
     assert names(resp) == ["soul"]
     assert resp.omitted[0] == "core/user.md: missing"
@@ -141,8 +164,9 @@ def test_a_huge_single_line_first_section_is_cut_by_characters(write_corpus: Wri
 
 
 def test_a_later_one_line_paragraph_shows_its_start(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({"core/user.md": "# User\nShort.\n",
-                         "core/soul.md": "# Soul\n" + "Be candid and brief. " * 300})
+    root = write_corpus(
+        {"core/user.md": "# User\nShort.\n", "core/soul.md": "# Soul\n" + "Be candid and brief. " * 300}
+    )
     resp = wake(root, budget=1500)
     assert "# Soul\nBe candid and brief. Be candid" in resp.block
     assert resp.block.endswith("\n<!-- wake: truncated; run `dory get core/soul.md` for the rest -->")
@@ -161,8 +185,9 @@ def test_first_section_shows_when_its_marker_is_over_the_budget(write_corpus: Wr
 
 
 def test_first_section_wins_over_a_last_line_too_long_to_fit(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({"core/user.md": "# User\n" + "".join(f"user line {i}\n" for i in range(99)),
-                         LONG_NAME: "# Long\ntext\n"})
+    root = write_corpus(
+        {"core/user.md": "# User\n" + "".join(f"user line {i}\n" for i in range(99)), LONG_NAME: "# Long\ntext\n"}
+    )
     profile = WakeProfile(sections=["core/user.md", LONG_NAME])
     resp = wake(root, "mine", budget=50, settings=WakeSettings(profiles={"mine": profile}))
     assert_caps(resp, approx_token_count)
@@ -171,13 +196,15 @@ def test_first_section_wins_over_a_last_line_too_long_to_fit(write_corpus: Write
 
 @pytest.mark.parametrize("handle", ["atlas", "project:Atlas", "Analytical Engine", "the-engine", "AE"])
 def test_project_is_found_by_slug_title_or_alias(write_corpus: WriteCorpus, handle: str) -> None:
-    root = write_corpus({
-        **core_files(),
-        "projects/atlas/state.md": "---\ntitle: Analytical Engine\naliases: [The Engine, AE]\n---\n"
-                                   "# Analytical Engine\n## Current State\nATLAS-STATE\n",
-        "projects/other/state.md": "---\ntitle: Other\n---\n# Other\nOTHER-STATE\n",
-        "projects/aardvark/state.md": "---\ntitle: Aardvark\naliases: [atlas]\n---\n# Aardvark\nOTHER-STATE\n",
-    })
+    root = write_corpus(
+        {
+            **core_files(),
+            "projects/atlas/state.md": "---\ntitle: Analytical Engine\naliases: [The Engine, AE]\n---\n"
+            "# Analytical Engine\n## Current State\nATLAS-STATE\n",
+            "projects/other/state.md": "---\ntitle: Other\n---\n# Other\nOTHER-STATE\n",
+            "projects/aardvark/state.md": "---\ntitle: Aardvark\naliases: [atlas]\n---\n# Aardvark\nOTHER-STATE\n",
+        }
+    )
     resp = wake(root, "coding", project=handle, budget=1500)
     assert names(resp) == ["active", "project", "env", "defaults"]  # right after the first section
     assert "# Project: Analytical Engine (projects/atlas/state.md)\n## Current State\nATLAS-STATE" in resp.block
@@ -200,19 +227,21 @@ def decision(title: str, date: str, extra: str = "", body: str = "It was decided
 
 
 def test_pinned_decisions_are_filtered_and_newest_first(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({
-        **core_files(),
-        "decisions/a.md": decision("Use SQLite", "2026-01-05", body="SQLite holds the index. It is one file."),
-        "decisions/canonical/b.md": decision("Use FAISS", "2026-01-04"),
-        "decisions/c.md": decision("Oldest", "2025-01-01"),
-        "decisions/d.md": decision("Newer but retired", "2026-02-01", "status: retired\n"),
-        "decisions/e.md": decision("Superseded", "2026-02-02", "status: superseded\n"),
-        "decisions/f.md": decision("Unpinned", "2026-02-03").replace("pinned: true", "pinned: false"),
-        "decisions/g.md": decision("Private", "2026-02-04", "visibility: private\n"),
-        "decisions/h.md": decision("Stale", "2026-02-05", "status: stale\n"),
-        "decisions/j.md": decision("Replaced", "2026-02-06", "superseded_by: decisions/a.md\n"),
-        "decisions/i.md": decision("Third", "2026-01-03"),
-    })
+    root = write_corpus(
+        {
+            **core_files(),
+            "decisions/a.md": decision("Use SQLite", "2026-01-05", body="SQLite holds the index. It is one file."),
+            "decisions/canonical/b.md": decision("Use FAISS", "2026-01-04"),
+            "decisions/c.md": decision("Oldest", "2025-01-01"),
+            "decisions/d.md": decision("Newer but retired", "2026-02-01", "status: retired\n"),
+            "decisions/e.md": decision("Superseded", "2026-02-02", "status: superseded\n"),
+            "decisions/f.md": decision("Unpinned", "2026-02-03").replace("pinned: true", "pinned: false"),
+            "decisions/g.md": decision("Private", "2026-02-04", "visibility: private\n"),
+            "decisions/h.md": decision("Stale", "2026-02-05", "status: stale\n"),
+            "decisions/j.md": decision("Replaced", "2026-02-06", "superseded_by: decisions/a.md\n"),
+            "decisions/i.md": decision("Third", "2026-01-03"),
+        }
+    )
     resp = wake(root, budget=1500)
     section = resp.block.split("## Pinned decisions\n")[1].split("\n\n")[0]
     assert section.splitlines() == [
@@ -225,8 +254,12 @@ def test_pinned_decisions_are_filtered_and_newest_first(write_corpus: WriteCorpu
 
 
 def sessions(count: int) -> list[RecentSession]:
-    return [RecentSession(f"logs/sessions/claude/box/2026-01-0{i}-s{i}.md", f"Session {i}", "claude",
-                          f"2026-01-0{i}T10:00:00Z") for i in range(1, count + 1)]
+    return [
+        RecentSession(
+            f"logs/sessions/claude/box/2026-01-0{i}-s{i}.md", f"Session {i}", "claude", f"2026-01-0{i}T10:00:00Z"
+        )
+        for i in range(1, count + 1)
+    ]
 
 
 def test_recent_sessions_are_one_line_each(write_corpus: WriteCorpus) -> None:
@@ -236,7 +269,8 @@ def test_recent_sessions_are_one_line_each(write_corpus: WriteCorpus) -> None:
         "## Recent sessions\n"
         "- 2026-01-05 claude: Session 5 (logs/sessions/claude/box/2026-01-05-s5.md)\n"
         "- 2026-01-04 claude: Session 4 (logs/sessions/claude/box/2026-01-04-s4.md)\n"
-        "- 2026-01-03 claude: Session 3 (logs/sessions/claude/box/2026-01-03-s3.md)")
+        "- 2026-01-03 claude: Session 3 (logs/sessions/claude/box/2026-01-03-s3.md)"
+    )
 
 
 def test_recent_sessions_stop_at_the_budget(write_corpus: WriteCorpus) -> None:
@@ -251,26 +285,40 @@ def test_recent_sessions_stop_at_the_budget(write_corpus: WriteCorpus) -> None:
     assert "<!--" not in resp.block  # left-out sessions are not worth a last line
 
 
-PERSONAL_MARKERS = ("PMARK-NAME", "PMARK-STREET", "PMARK-NOTES", "PMARK-VOICE", "PMARK-SOUL", "PMARK-DECISION",
-                    "PMARK-PROJECT", "PMARK-SESSION", "PMARK-MAIL", "PMARK-SENS", "PMARK-LINK")
+PERSONAL_MARKERS = (
+    "PMARK-NAME",
+    "PMARK-STREET",
+    "PMARK-NOTES",
+    "PMARK-VOICE",
+    "PMARK-SOUL",
+    "PMARK-DECISION",
+    "PMARK-PROJECT",
+    "PMARK-SESSION",
+    "PMARK-MAIL",
+    "PMARK-SENS",
+    "PMARK-LINK",
+)
 
 
 def privacy_corpus(write_corpus: WriteCorpus) -> Path:
-    root = write_corpus({
-        "core/user.md": "---\ntitle: User\n---\n# User\nI am PMARK-NAME.\n\n## Basics\n- Name: PMARK-NAME\n\n"
-                        "## Boundaries\n- Do not share my health details.\n- Email me at pmark-mail@example.com\n"
-                        "- My e-mail PMARK-MAIL is private.\n\n### Home address\n- PMARK-STREET 12\n\n"
-                        "## Hobbies\n- PMARK-NAME likes chess.\n",
-        "core/identity.md": "# Identity\nValues PMARK-NAME holds.\n## Public persona\n- Talk about my work freely.\n"
-                            "## boundaries\n- do not share my health details.\n",
-        "core/soul.md": "---\ntitle: Soul\nvisibility: private\n---\n# Soul\nPMARK-SOUL\n",
-        "core/defaults.md": "---\ntitle: Defaults\nsensitivity: health\n---\n# Defaults\nPMARK-SENS\n",
-        "knowledge/personal/notes.md": "# Notes\nPMARK-NOTES\n",
-        "knowledge/personal/writing-voice.md": "# Voice\nPMARK-VOICE\n",
-        "notes/link.md": "# Link\nPMARK-LINK\n",
-        "decisions/x.md": decision("PMARK-DECISION", "2026-01-01", "visibility: personal\n"),
-        "projects/p/state.md": "---\ntitle: P\nvisibility: private\n---\n# P\nPMARK-PROJECT\n",
-    })
+    root = write_corpus(
+        {
+            "core/user.md": "---\ntitle: User\n---\n# User\nI am PMARK-NAME.\n\n## Basics\n- Name: PMARK-NAME\n\n"
+            "## Boundaries\n- Do not share my health details.\n- Email me at pmark-mail@example.com\n"
+            "- My e-mail PMARK-MAIL is private.\n\n### Home address\n- PMARK-STREET 12\n\n"
+            "## Hobbies\n- PMARK-NAME likes chess.\n",
+            "core/identity.md": "# Identity\nValues PMARK-NAME holds.\n"
+            "## Public persona\n- Talk about my work freely.\n"
+            "## boundaries\n- do not share my health details.\n",
+            "core/soul.md": "---\ntitle: Soul\nvisibility: private\n---\n# Soul\nPMARK-SOUL\n",
+            "core/defaults.md": "---\ntitle: Defaults\nsensitivity: health\n---\n# Defaults\nPMARK-SENS\n",
+            "knowledge/personal/notes.md": "# Notes\nPMARK-NOTES\n",
+            "knowledge/personal/writing-voice.md": "# Voice\nPMARK-VOICE\n",
+            "notes/link.md": "# Link\nPMARK-LINK\n",
+            "decisions/x.md": decision("PMARK-DECISION", "2026-01-01", "visibility: personal\n"),
+            "projects/p/state.md": "---\ntitle: P\nvisibility: private\n---\n# P\nPMARK-PROJECT\n",
+        }
+    )
     (root / "notes/me.md").symlink_to(root / "knowledge/personal/notes.md")
     return root
 
@@ -278,9 +326,22 @@ def privacy_corpus(write_corpus: WriteCorpus) -> Path:
 def test_privacy_profile_never_shows_personal_pages(write_corpus: WriteCorpus) -> None:
     root = privacy_corpus(write_corpus)
     recent = [RecentSession("logs/sessions/a.md", "PMARK-SESSION", "claude", "2026-01-01")]
-    overridden = WakeSettings(profiles={"privacy": WakeProfile(sections=[
-        "privacy_boundaries", "core/user.md", "knowledge/personal/notes.md", "notes/me.md", "writing_voice",
-        "core/soul.md", "core/defaults.md", "notes/link.md"])})
+    overridden = WakeSettings(
+        profiles={
+            "privacy": WakeProfile(
+                sections=[
+                    "privacy_boundaries",
+                    "core/user.md",
+                    "knowledge/personal/notes.md",
+                    "notes/me.md",
+                    "writing_voice",
+                    "core/soul.md",
+                    "core/defaults.md",
+                    "notes/link.md",
+                ]
+            )
+        }
+    )
     for settings in (WakeSettings(), overridden):
         for budget in (50, 600, 1500):
             resp = wake(root, "privacy", recent=recent, settings=settings, project="p", budget=budget)
@@ -296,11 +357,13 @@ def test_privacy_profile_never_shows_personal_pages(write_corpus: WriteCorpus) -
 
 
 def test_private_pages_need_an_explicit_listing(write_corpus: WriteCorpus) -> None:
-    root = write_corpus({
-        "core/user.md": "---\ntitle: User\nvisibility: private\n---\n# User\nLISTED-PRIVATE\n",
-        "knowledge/personal/writing-voice.md": "---\nvisibility: private\n---\n# Voice\nFOUND-PRIVATE\n",
-        "core/soul.md": "# Soul\nx\n",
-    })
+    root = write_corpus(
+        {
+            "core/user.md": "---\ntitle: User\nvisibility: private\n---\n# User\nLISTED-PRIVATE\n",
+            "knowledge/personal/writing-voice.md": "---\nvisibility: private\n---\n# Voice\nFOUND-PRIVATE\n",
+            "core/soul.md": "# Soul\nx\n",
+        }
+    )
     assert "LISTED-PRIVATE" in wake(root).block
     resp = wake(root, "writing")
     assert "FOUND-PRIVATE" not in resp.block and "writing_voice" not in names(resp)
@@ -308,8 +371,10 @@ def test_private_pages_need_an_explicit_listing(write_corpus: WriteCorpus) -> No
 
 def test_dory_toml_profiles_replace_and_add(write_corpus: WriteCorpus) -> None:
     files = core_files(body_lines=30)
-    files["dory.toml"] = ('[wake.profiles.coding]\nsections = ["core/soul.md", "user"]\nbudgets = { soul = 40 }\n'
-                          '[wake.profiles.mine]\nsections = ["core/env.md", "../outside.md"]\nbudgets = { env = 0 }\n')
+    files["dory.toml"] = (
+        '[wake.profiles.coding]\nsections = ["core/soul.md", "user"]\nbudgets = { soul = 40 }\n'
+        '[wake.profiles.mine]\nsections = ["core/env.md", "../outside.md"]\nbudgets = { env = 0 }\n'
+    )
     root = write_corpus(files)
     wake_settings = load_settings(root, {}, env={}).wake
     coding = wake(root, "coding", settings=wake_settings, budget=1500)
@@ -322,8 +387,9 @@ def test_dory_toml_profiles_replace_and_add(write_corpus: WriteCorpus) -> None:
 
 def test_unknown_profile_is_a_usage_error(write_corpus: WriteCorpus) -> None:
     root = write_corpus(core_files())
-    with pytest.raises(UsageError, match="unknown wake profile 'nope'; known profiles: casual, coding, default, "
-                                         "mine, privacy, writing"):
+    with pytest.raises(
+        UsageError, match="unknown wake profile 'nope'; known profiles: casual, coding, default, mine, privacy, writing"
+    ):
         wake(root, "nope", settings=WakeSettings(profiles={"mine": WakeProfile(sections=["core/env.md"])}))
 
 
@@ -349,23 +415,39 @@ _FILE = st.one_of(
     st.none(),
     st.just(""),
     st.lists(_LINE, max_size=60).map("\n".join),
-    st.builds(lambda title, body: f"---\ntitle: {title!r}\npinned: true\n---\n{body}", st.text(_CHARS, max_size=30),
-              st.lists(_LINE, max_size=30).map("\n".join)),
+    st.builds(
+        lambda title, body: f"---\ntitle: {title!r}\npinned: true\n---\n{body}",
+        st.text(_CHARS, max_size=30),
+        st.lists(_LINE, max_size=30).map("\n".join),
+    ),
 )
-_RECENT = st.lists(st.builds(RecentSession, st.text(_CHARS, max_size=200), st.text(_CHARS, max_size=300),
-                             st.text(_CHARS, max_size=50), st.one_of(st.none(), st.text(_CHARS, max_size=30))),
-                   max_size=5)
+_RECENT = st.lists(
+    st.builds(
+        RecentSession,
+        st.text(_CHARS, max_size=200),
+        st.text(_CHARS, max_size=300),
+        st.text(_CHARS, max_size=50),
+        st.one_of(st.none(), st.text(_CHARS, max_size=30)),
+    ),
+    max_size=5,
+)
 
 
 def check_caps_for_random_corpora(count: Callable[[str], int]) -> None:
     @hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(files=st.fixed_dictionaries({f"core/{name}.md": _FILE for name in CORE}
-                                       | {"decisions/d.md": _FILE, "projects/p/state.md": _FILE,
-                                          "knowledge/personal/writing-voice.md": _FILE}),
-           profile=st.sampled_from(sorted(BUILTIN_PROFILES)), recent=_RECENT,
-           budget=st.integers(50, 1500), max_chars=st.integers(500, 10_000))
-    def run(files: dict[str, str | None], profile: str, recent: list[RecentSession], budget: int,
-            max_chars: int) -> None:
+    @given(
+        files=st.fixed_dictionaries(
+            {f"core/{name}.md": _FILE for name in CORE}
+            | {"decisions/d.md": _FILE, "projects/p/state.md": _FILE, "knowledge/personal/writing-voice.md": _FILE}
+        ),
+        profile=st.sampled_from(sorted(BUILTIN_PROFILES)),
+        recent=_RECENT,
+        budget=st.integers(50, 1500),
+        max_chars=st.integers(500, 10_000),
+    )
+    def run(
+        files: dict[str, str | None], profile: str, recent: list[RecentSession], budget: int, max_chars: int
+    ) -> None:
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
             for rel, text in files.items():

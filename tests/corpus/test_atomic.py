@@ -81,8 +81,9 @@ def test_service_replace_racing_editor_saves(lexical_service: Callable[[dict[str
     path = Path(svc.settings.corpus) / "notes/plan.md"
     for round_ in range(40):
         before = path.read_bytes()
-        req = WriteRequest(path="notes/plan.md", kind="replace", content=f"agent text {round_}",
-                           expected_hash=sha256_of(before))
+        req = WriteRequest(
+            path="notes/plan.md", kind="replace", content=f"agent text {round_}", expected_hash=sha256_of(before)
+        )
         editor = before.decode() + f"\nthe person's line {round_}\n"
         race(path, lambda r=req: svc.write(r), editor, random.choice([save_in_place, save_by_rename]))
         assert path.read_text() == editor

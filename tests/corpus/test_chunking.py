@@ -9,12 +9,15 @@ def words(texts: list[str]) -> list[int]:
 
 
 def test_every_line_is_covered_in_order_and_line_ranges_are_exact() -> None:
-    text = "---\ntitle: x\n---\nintro\n\n[ref]: http://e.com\n\n# A\n" + "\n".join(
-        f"line {i} " + "w " * 20 for i in range(40)) + "\n\n## B\nend\n"
+    text = (
+        "---\ntitle: x\n---\nintro\n\n[ref]: http://e.com\n\n# A\n"
+        + "\n".join(f"line {i} " + "w " * 20 for i in range(40))
+        + "\n\n## B\nend\n"
+    )
     lines = split_lines(text)
     chunks = chunk_lines(lines, 3, words, max_tokens=60, overlap=0)
     for chunk in chunks:
-        assert chunk.text == "\n".join(lines[chunk.start_line - 1:chunk.end_line])
+        assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
     covered = set()
     for chunk in chunks:
         covered |= set(range(chunk.start_line, chunk.end_line + 1))

@@ -19,8 +19,9 @@ NOTE = "---\ntitle: Old plan\n---\n\nWe will use MySQL for everything.\n"
 
 
 def run(cmd: list[str], root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*cmd, "--corpus", str(root), *args], env=daemon_env() | env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [*cmd, "--corpus", str(root), *args], env=daemon_env() | env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -34,8 +35,17 @@ def corpus(tmp_path: Path, dory_cmd: list[str]) -> Path:
 
 def crash_forget(cmd: list[str], root: Path) -> None:
     """`dory write --kind forget` killed right after the tombstone, before the page is marked."""
-    done = run(cmd, root, "write", "knowledge/plan.md", "--kind", "forget", "--reason", "we chose SQLite",
-               **{FAULT_ENV: "forget:0"})
+    done = run(
+        cmd,
+        root,
+        "write",
+        "knowledge/plan.md",
+        "--kind",
+        "forget",
+        "--reason",
+        "we chose SQLite",
+        **{FAULT_ENV: "forget:0"},
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert (root / "knowledge/plan.tombstone.md").exists()
     assert (root / "knowledge/plan.md").read_text() == NOTE  # the second file was never written
@@ -97,8 +107,10 @@ def test_an_interrupted_rollback_is_finished_and_a_later_edit_is_kept(tmp_path: 
     staging.mkdir(parents=True)
     (staging / "0.before").write_text("old a\n")
     (staging / "1.before").write_text("old b\n")
-    files = [{"path": "a.md", "before_hash": sha256_of(b"old a\n"), "after_hash": sha256_of(b"new a\n")},
-             {"path": "b.md", "before_hash": sha256_of(b"old b\n"), "after_hash": sha256_of(b"new b\n")}]
+    files = [
+        {"path": "a.md", "before_hash": sha256_of(b"old a\n"), "after_hash": sha256_of(b"new a\n")},
+        {"path": "b.md", "before_hash": sha256_of(b"old b\n"), "after_hash": sha256_of(b"new b\n")},
+    ]
     (staging / "journal.json").write_text(json.dumps({"op": "x", "state": "rolling_back", "files": files}))
     report, touched = Journal(tmp_path, tmp_path / ".dory/journal").recover()
     assert touched == ["a.md", "b.md"]

@@ -7,8 +7,9 @@ from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_inside
 from dory.errors import NotFound, PathOutsideCorpus, ValidationError
 
 
-@pytest.mark.parametrize("bad", ["../etc/passwd", "a/../../x.md", "/etc/passwd", "~/notes.md", "C:/x.md",
-                                 "..\\..\\x.md"])
+@pytest.mark.parametrize(
+    "bad", ["../etc/passwd", "a/../../x.md", "/etc/passwd", "~/notes.md", "C:/x.md", "..\\..\\x.md"]
+)
 def test_traversal_is_refused(bad: str) -> None:
     with pytest.raises(PathOutsideCorpus):
         normalize_rel(bad)

@@ -12,7 +12,8 @@ from dory.models import ReindexRequest, SearchRequest
 def digest_tree(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*")) if p.is_file() and ".dory" not in p.parts
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".dory" not in p.parts
     }
 
 
@@ -91,8 +92,13 @@ def test_hostile_files_are_reported_and_never_modified(lexical_service) -> None:
     before = digest_tree(svc.settings.corpus)
     res = svc.reindex(ReindexRequest())
     reasons = {s.path: s.reason for s in res.skipped}
-    assert reasons == {"nul.md": "nul_bytes", "latin.md": "not_utf8", "empty.md": "empty",
-                       "big.md": "too_large", "loop.md": "symlink_loop"}
+    assert reasons == {
+        "nul.md": "nul_bytes",
+        "latin.md": "not_utf8",
+        "empty.md": "empty",
+        "big.md": "too_large",
+        "loop.md": "symlink_loop",
+    }
     assert paths(svc, "walrus") == ["broken.md"]
     status = svc.status()
     assert {s.path for s in status.skipped} == set(reasons)

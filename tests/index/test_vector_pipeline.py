@@ -134,14 +134,14 @@ def test_deleting_dory_folder_and_full_reindex_gives_the_same_results(write_corp
     svc = open_service(root, server)
     svc.reindex(ReindexRequest())
     queries = ["roses", "dough rise", "summer watering"]
-    before = {q: [(h.path, h.start_line, h.end_line) for h in svc.search(SearchRequest(query=q)).hits]
-              for q in queries}
+    before = {q: [(h.path, h.start_line, h.end_line) for h in svc.search(SearchRequest(query=q)).hits] for q in queries}
     svc.close()
     shutil.rmtree(root / ".dory")
     again = open_service(root, server)
     again.reindex(ReindexRequest(full=True))
-    after = {q: [(h.path, h.start_line, h.end_line) for h in again.search(SearchRequest(query=q)).hits]
-             for q in queries}
+    after = {
+        q: [(h.path, h.start_line, h.end_line) for h in again.search(SearchRequest(query=q)).hits] for q in queries
+    }
     assert after == before
 
 
@@ -151,8 +151,10 @@ def test_changed_fingerprint_degrades_to_keywords_until_reindex(write_corpus, se
     svc = open_service(root, server, model="bow-2")
     res = svc.search(SearchRequest(query="roses"))
     assert res.hits[0].path == "garden/roses.md"
-    assert res.warnings == ["vector search unavailable, results are keyword-only: the embedding model changed "
-                            "since vectors were built; `dory reindex` rebuilds them"]
+    assert res.warnings == [
+        "vector search unavailable, results are keyword-only: the embedding model changed "
+        "since vectors were built; `dory reindex` rebuilds them"
+    ]
     assert not svc.status().fingerprint_matches
     rebuilt = svc.reindex(ReindexRequest())
     assert rebuilt.vectors_embedded == 3
@@ -161,8 +163,9 @@ def test_changed_fingerprint_degrades_to_keywords_until_reindex(write_corpus, se
 
 def test_unreachable_endpoint_keeps_lexical_indexing_and_search_working(write_corpus) -> None:
     root = write_corpus(NOTES)
-    (root / "dory.toml").write_text('[embedder]\nbackend = "openai"\nurl = "http://127.0.0.1:9"\nmodel = "m"\n'
-                                    "timeout_s = 2\n")
+    (root / "dory.toml").write_text(
+        '[embedder]\nbackend = "openai"\nurl = "http://127.0.0.1:9"\nmodel = "m"\ntimeout_s = 2\n'
+    )
     svc = DoryService(load_settings(root, env={}))
     res = svc.reindex(ReindexRequest())
     assert res.new == 3 and res.warnings and res.warnings[0].startswith("vectors not built:")

@@ -101,8 +101,12 @@ def test_dory_error_is_re_raised_with_code_message_and_details(settings: Setting
     assert info.value.code == "not_found"
     assert info.value.message == "no note 'x.md'"
     assert info.value.details == {"path": "x.md", "extra": [1, 2]}
-    assert info.value.to_dict() == {"code": "not_found", "message": "no note 'x.md'", "type": "NotFound",
-                                    "details": {"path": "x.md", "extra": [1, 2]}}
+    assert info.value.to_dict() == {
+        "code": "not_found",
+        "message": "no note 'x.md'",
+        "type": "NotFound",
+        "details": {"path": "x.md", "extra": [1, 2]},
+    }
 
 
 def test_generic_exception_becomes_internal_error(settings: Settings, server: ControlServer) -> None:
@@ -123,15 +127,18 @@ def test_unknown_op_is_a_usage_error(settings: Settings, server: ControlServer) 
     assert info.value.details == {"op": "nope"}
 
 
-@pytest.mark.parametrize(("payload", "message_start"), [
-    (b"not json\n", "control request is not JSON: "),
-    (b"\n", "control request is not JSON: "),
-    (b"[1, 2]\n", 'a control request is {"op": NAME, "args": {...}}'),
-    (b'"echo"\n', 'a control request is {"op": NAME, "args": {...}}'),
-    (b'{"args": {}}\n', 'a control request is {"op": NAME, "args": {...}}'),
-    (b'{"op": 5}\n', 'a control request is {"op": NAME, "args": {...}}'),
-    (b'{"op": "nope"}\n', "unknown control operation 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("payload", "message_start"),
+    [
+        (b"not json\n", "control request is not JSON: "),
+        (b"\n", "control request is not JSON: "),
+        (b"[1, 2]\n", 'a control request is {"op": NAME, "args": {...}}'),
+        (b'"echo"\n', 'a control request is {"op": NAME, "args": {...}}'),
+        (b'{"args": {}}\n', 'a control request is {"op": NAME, "args": {...}}'),
+        (b'{"op": 5}\n', 'a control request is {"op": NAME, "args": {...}}'),
+        (b'{"op": "nope"}\n', "unknown control operation 'nope'"),
+    ],
+)
 def test_malformed_requests_get_usage_error(server: ControlServer, payload: bytes, message_start: str) -> None:
     reply = raw_request(server.path, payload)
     assert set(reply) == {"error"}

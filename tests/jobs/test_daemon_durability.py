@@ -23,13 +23,30 @@ from dory.index.store import IndexStore
 from dory.index.vectors import VectorStore
 
 ROUNDS = int(os.environ.get("DORY_KILL_ROUNDS", "8"))
-WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
-         "mike", "november", "oscar")
+WORDS = (
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+)
 
 
 def random_note(rng: random.Random, title: str) -> str:
-    paragraphs = ["## " + rng.choice(WORDS).title() + "\n\n" + " ".join(rng.choices(WORDS, k=rng.randint(5, 120)))
-                  for _ in range(rng.randint(1, 4))]
+    paragraphs = [
+        "## " + rng.choice(WORDS).title() + "\n\n" + " ".join(rng.choices(WORDS, k=rng.randint(5, 120)))
+        for _ in range(rng.randint(1, 4))
+    ]
     return f"---\ntitle: {title}\n---\n# {title}\n\n" + "\n\n".join(paragraphs) + "\n"
 
 
@@ -74,8 +91,9 @@ def test_kill_9_at_random_moments_then_restart_equals_a_fresh_reindex(tmp_path: 
     (root / "notes").mkdir(parents=True)
     for i in range(30):
         (root / "notes" / f"n{i}.md").write_text(random_note(rng, f"n{i}"))
-    env = daemon_env(lexical=False, DORY_JOBS_RECONCILE="* * * * * *", DORY_DAEMON_FAISS_SAVE_S="0.2",
-                     DORY_DAEMON_EMBED_BATCH="8")
+    env = daemon_env(
+        lexical=False, DORY_JOBS_RECONCILE="* * * * * *", DORY_DAEMON_FAISS_SAVE_S="0.2", DORY_DAEMON_EMBED_BATCH="8"
+    )
     daemon = daemon_factory(root, env).start()
     for round_ in range(ROUNDS):
         stop = threading.Event()

@@ -19,8 +19,16 @@ def daemon(tmp_path: Path):
     (root / "notes").mkdir(parents=True)
     (root / "notes/a.md").write_text("# A\n\nalpha\n")
     # The state lives outside the corpus, so replacing the corpus folder leaves the index in place.
-    settings = load_settings(root, {"embedder.backend": "none", "daemon.debounce_ms": 50,
-                                    "daemon.heartbeat_s": 3600, "state_dir": str(tmp_path / "state")}, env={})
+    settings = load_settings(
+        root,
+        {
+            "embedder.backend": "none",
+            "daemon.debounce_ms": 50,
+            "daemon.heartbeat_s": 3600,
+            "state_dir": str(tmp_path / "state"),
+        },
+        env={},
+    )
     running = Daemon(settings)
     running.start()
     running.startup_done.wait(30)

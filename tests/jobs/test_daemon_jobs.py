@@ -76,12 +76,18 @@ def test_ops_run_without_a_daemon_runs_here_under_the_lock(tmp_path: Path, dory_
 
     root = make_corpus(tmp_path)
     env = daemon_env()
-    run = subprocess.run([*dory_cmd, "--corpus", str(root), "ops", "run", "reconcile", "--json"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [*dory_cmd, "--corpus", str(root), "ops", "run", "reconcile", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     assert '"status": "ok"' in run.stdout and '"new": 1' in run.stdout
-    listing = subprocess.run([*dory_cmd, "--corpus", str(root), "ops", "jobs"], env=env, capture_output=True,
-                             text=True, timeout=60)
+    listing = subprocess.run(
+        [*dory_cmd, "--corpus", str(root), "ops", "jobs"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert "daemon not running" in listing.stdout and "ok for" in listing.stdout
 
 
@@ -90,7 +96,8 @@ def test_bad_job_settings_stop_the_daemon_with_a_config_error(tmp_path: Path, do
 
     root = make_corpus(tmp_path)
     (root / "dory.toml").write_text('[jobs]\nreconcile = "every ten minutes"\n')
-    run = subprocess.run([*dory_cmd, "--corpus", str(root), "ops", "watch"], env=daemon_env(),
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [*dory_cmd, "--corpus", str(root), "ops", "watch"], env=daemon_env(), capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 2
     assert "error [config_error]: jobs.reconcile: 'every ten minutes' is not a cron schedule" in run.stderr

@@ -36,16 +36,33 @@ def write_week(root: Path, today: dt.date) -> list[dt.date]:
         sid = f"week-{n}"
         at = f"{day.isoformat()}T12:0{{}}:00Z"
         messages = [
-            new_message(sid, "user", at.format(0), f"We decided to use approach number {n} for the importer "
-                                                   f"because it keeps every line."),
-            new_message(sid, "assistant", at.format(1), f"I fixed the parser in dory/part{n}.py and ran the "
-                                                        f"suite.\n\n$ pytest -q tests/part{n}",
-                        tool_calls=[f"Edit: dory/part{n}.py"]),
-            new_message(sid, "user", at.format(2), f"TODO: document option {n} in the README. See "
-                                                   f"https://example.com/issue/{n}"),
+            new_message(
+                sid,
+                "user",
+                at.format(0),
+                f"We decided to use approach number {n} for the importer because it keeps every line.",
+            ),
+            new_message(
+                sid,
+                "assistant",
+                at.format(1),
+                f"I fixed the parser in dory/part{n}.py and ran the suite.\n\n$ pytest -q tests/part{n}",
+                tool_calls=[f"Edit: dory/part{n}.py"],
+            ),
+            new_message(
+                sid, "user", at.format(2), f"TODO: document option {n} in the README. See https://example.com/issue/{n}"
+            ),
         ]
-        session = Session(sid, "claude", "laptop", title=f"importer work {n}", status="done",
-                          started=at.format(0), updated=at.format(2), messages=messages)
+        session = Session(
+            sid,
+            "claude",
+            "laptop",
+            title=f"importer work {n}",
+            status="done",
+            started=at.format(0),
+            updated=at.format(2),
+            messages=messages,
+        )
         path = root / session_path(session)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(render_session(session))
@@ -89,10 +106,14 @@ def test_a_week_of_sessions_runs_every_job_once_per_period(tmp_path: Path, daemo
     today = dt.date.today()
     days = write_week(root, today)
     daemon = daemon_factory(root, nightly_env(catch_up_days=8)).start()
+
     def all_ran() -> bool:
         rows = {job: runs(daemon, job) for job in NIGHTLY}
-        return len(rows["daily-digest"]) >= 7 and all(rows.values()) and all(
-            r["status"] != "running" for job_rows in rows.values() for r in job_rows)
+        return (
+            len(rows["daily-digest"]) >= 7
+            and all(rows.values())
+            and all(r["status"] != "running" for job_rows in rows.values() for r in job_rows)
+        )
 
     wait_until(all_ran, 90, "the nightly jobs")
     daemon.wait_idle()
@@ -119,8 +140,12 @@ def test_a_week_of_sessions_runs_every_job_once_per_period(tmp_path: Path, daemo
     # Re-runs change nothing: same bytes, no new proposals.
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".dory" not in p.parts}
     week = runs(daemon, "weekly-digest")[0]["period"]
-    for job, period in (("daily-digest", days[-1].isoformat()), ("dream", today.isoformat()),
-                        ("wiki-refresh", today.isoformat()), ("weekly-digest", week)):
+    for job, period in (
+        ("daily-digest", days[-1].isoformat()),
+        ("dream", today.isoformat()),
+        ("wiki-refresh", today.isoformat()),
+        ("weekly-digest", week),
+    ):
         code, run, err = daemon.cli("ops", "run", job, "--period", period, "--force")
         assert code == 0, err
         assert run["outputs"].get("written", 0) == 0, (job, run)
@@ -163,8 +188,9 @@ def test_a_restarted_daemon_digests_the_days_it_missed(tmp_path: Path, daemon_fa
 
     restarted = now_iso("microseconds")
     daemon.start()
-    wait_until(lambda: all((root / f"digests/daily/{d.isoformat()}.md").is_file() for d in missed), 60,
-               "the missed digests")
+    wait_until(
+        lambda: all((root / f"digests/daily/{d.isoformat()}.md").is_file() for d in missed), 60, "the missed digests"
+    )
     daemon.wait_idle()
     rows = {r["period"]: r for r in runs(daemon, "daily-digest")}
     for day in missed:

@@ -31,11 +31,19 @@ Where is the marmalade recipe?
 It needs Seville oranges;
 the marmalade sets at 105 °C.
 """
-LIVE = "".join(json.dumps(record) + "\n" for record in (
-    {"type": "user", "session_id": "live", "title": "Arctic animals", "timestamp": "2025-01-01T00:00:00Z",
-     "content": "walrus tusks are ivory"},
-    {"type": "assistant", "timestamp": "2025-01-01T00:00:04Z", "content": "Yes, and they keep growing."},
-))
+LIVE = "".join(
+    json.dumps(record) + "\n"
+    for record in (
+        {
+            "type": "user",
+            "session_id": "live",
+            "title": "Arctic animals",
+            "timestamp": "2025-01-01T00:00:00Z",
+            "content": "walrus tusks are ivory",
+        },
+        {"type": "assistant", "timestamp": "2025-01-01T00:00:04Z", "content": "Yes, and they keep growing."},
+    )
+)
 
 
 def test_the_session_plane_follows_the_daemon(tmp_path: Path, daemon_factory: Callable[..., DaemonProcess]) -> None:
@@ -58,7 +66,9 @@ def test_the_session_plane_follows_the_daemon(tmp_path: Path, daemon_factory: Ca
     wait_until(lambda: bool(hits("marmalade")), 20.0, "the dropped transcript to be recallable")
     found = hits("marmalade")
     assert sorted((h["path"], h["turn"]["message_id"], h["start_line"], h["end_line"]) for h in found) == [
-        (DROPPED, "m-0123456789ab", 11, 13), (DROPPED, "m-0123456789ac", 15, 18)]  # each turn's exact lines
+        (DROPPED, "m-0123456789ab", 11, 13),
+        (DROPPED, "m-0123456789ac", 15, 18),
+    ]  # each turn's exact lines
     assert ok("search", "marmalade")["hits"] == []  # durable search never reads transcripts
 
     # 2. an ingest while the daemon runs: indexed by the daemon before the command returns

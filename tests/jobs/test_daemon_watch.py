@@ -50,8 +50,13 @@ def chunk_ids(daemon: DaemonProcess, path: str) -> list[int]:
 
     store = IndexStore(daemon.settings.db_path, daemon.settings.index.tokenizer, readonly=True)
     try:
-        return [r[0] for r in store.conn.execute(
-            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal", (path,))]
+        return [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal",
+                (path,),
+            )
+        ]
     finally:
         store.close()
 
@@ -90,8 +95,11 @@ def test_real_vim_write_with_swap_and_backup_files(daemon: DaemonProcess, tmp_pa
         pytest.skip("vim is not installed")
     path = daemon.root / "notes/n4.md"
     ids_before = chunk_ids(daemon, "notes/n4.md")
-    subprocess.run(["vim", "-u", "NONE", "-N", "-es", "-c", backup, "-c", "%s/ordinary/vimmed/", "-c", "wq",
-                    str(path)], check=True, timeout=30)
+    subprocess.run(
+        ["vim", "-u", "NONE", "-N", "-es", "-c", backup, "-c", "%s/ordinary/vimmed/", "-c", "wq", str(path)],
+        check=True,
+        timeout=30,
+    )
     expected = settles_to_fresh(daemon, tmp_path)
     assert sorted(expected) == [f"notes/n{i}.md" for i in range(5)]  # no swap, backup or 4913 file
     assert "vimmed" in path.read_text()
@@ -163,9 +171,18 @@ def test_moves_from_and_to_unwatched_folders_and_new_folders(daemon: DaemonProce
 
 
 def test_temp_swap_conflict_and_ignored_files_are_never_indexed(daemon: DaemonProcess, tmp_path: Path) -> None:
-    junk = ["notes/.n1.md.swp", "notes/.n1.md.swx", "notes/n1.md~", "notes/4913", "notes/n1.sync-conflict-20260101.md",
-            "notes/n1 (conflicted copy 2026-01-01).md", "notes/.hidden.md", "private/secret.md", ".git/notes.md",
-            "notes/sedAbC123"]
+    junk = [
+        "notes/.n1.md.swp",
+        "notes/.n1.md.swx",
+        "notes/n1.md~",
+        "notes/4913",
+        "notes/n1.sync-conflict-20260101.md",
+        "notes/n1 (conflicted copy 2026-01-01).md",
+        "notes/.hidden.md",
+        "private/secret.md",
+        ".git/notes.md",
+        "notes/sedAbC123",
+    ]
     for rel in junk:
         (daemon.root / rel).parent.mkdir(parents=True, exist_ok=True)
         (daemon.root / rel).write_text(note("junk", "should never be indexed zebra"))
@@ -213,8 +230,13 @@ def test_sigterm_and_sigint_exit_zero_and_clean_up(corpus: Path, daemon_factory)
 
 def test_a_second_daemon_on_the_same_corpus_is_refused(daemon: DaemonProcess, daemon_factory) -> None:
     second = daemon_factory(daemon.root, daemon_env(DORY_DAEMON_DEBOUNCE_MS="100"))
-    run = subprocess.run([*second.cmd, "--corpus", str(daemon.root), "ops", "watch", "--wait", "0"],
-                         env=second.env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [*second.cmd, "--corpus", str(daemon.root), "ops", "watch", "--wait", "0"],
+        env=second.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 6
     assert f"error [daemon_already_running]: a Dory daemon (pid {daemon.proc.pid}) is already watching" in run.stderr
 
@@ -232,7 +254,8 @@ def test_reindex_and_status_while_the_daemon_runs(daemon: DaemonProcess, tmp_pat
 
 
 def test_kill_9_leaves_a_stale_record_that_status_reports_and_restart_repairs(
-        daemon: DaemonProcess, daemon_factory, tmp_path: Path) -> None:
+    daemon: DaemonProcess, daemon_factory, tmp_path: Path
+) -> None:
     pid = daemon.proc.pid
     daemon.kill9()
     (daemon.root / "notes/while-down.md").write_text(note("Down", "written while the daemon was dead"))

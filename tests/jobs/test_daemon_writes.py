@@ -27,8 +27,9 @@ def claims_table(root: Path) -> list[tuple[Any, ...]]:
         conn.close()
 
 
-def test_memory_writes_through_the_daemon_end_to_end(tmp_path: Path,
-                                                     daemon_factory: Callable[..., DaemonProcess]) -> None:
+def test_memory_writes_through_the_daemon_end_to_end(
+    tmp_path: Path, daemon_factory: Callable[..., DaemonProcess]
+) -> None:
     root = tmp_path / "corpus"
     for rel, text in SEED.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -42,26 +43,73 @@ def test_memory_writes_through_the_daemon_end_to_end(tmp_path: Path,
 
     ok("memory-write", "Maria", "Maria lives in Valencia", "--allow-canonical")
     ok("memory-write", "Maria Lopez", "Maria drinks oat milk lattes", "--kind", "preference", "--allow-canonical")
-    ok("memory-write", "maria", "Maria switched to black coffee", "--kind", "preference", "--action", "replace",
-       "--allow-canonical")
-    decision = ok("memory-write", "Atlas uses PostGIS", "Atlas stores geometry in PostGIS", "--kind", "decision",
-                  "--allow-canonical")
+    ok(
+        "memory-write",
+        "maria",
+        "Maria switched to black coffee",
+        "--kind",
+        "preference",
+        "--action",
+        "replace",
+        "--allow-canonical",
+    )
+    decision = ok(
+        "memory-write",
+        "Atlas uses PostGIS",
+        "Atlas stores geometry in PostGIS",
+        "--kind",
+        "decision",
+        "--allow-canonical",
+    )
     ok("memory-write", "Atlas", "Atlas is written in Go", "--allow-canonical")
     ok("memory-write", "Atlas", "Atlas renders vector tiles", "--kind", "state", "--allow-canonical")
-    ok("memory-write", "Atlas", "Atlas is in beta with three customers", "--kind", "state", "--action", "replace",
-       "--allow-canonical")
-    ok("memory-write", "Maria", "Maria lives in Valencia", "--action", "forget", "--reason", "she moved",
-       "--allow-canonical")
-    ok("memory-write", "Atlas", "Atlas is in beta with three customers", "--kind", "state", "--action", "forget",
-       "--reason", "launched", "--allow-canonical")
+    ok(
+        "memory-write",
+        "Atlas",
+        "Atlas is in beta with three customers",
+        "--kind",
+        "state",
+        "--action",
+        "replace",
+        "--allow-canonical",
+    )
+    ok(
+        "memory-write",
+        "Maria",
+        "Maria lives in Valencia",
+        "--action",
+        "forget",
+        "--reason",
+        "she moved",
+        "--allow-canonical",
+    )
+    ok(
+        "memory-write",
+        "Atlas",
+        "Atlas is in beta with three customers",
+        "--kind",
+        "state",
+        "--action",
+        "forget",
+        "--reason",
+        "launched",
+        "--allow-canonical",
+    )
     hits = ok("search", "black coffee", "-m", "bm25")["hits"]  # no waiting: the write indexed it
     assert hits and hits[0]["path"] == "people/maria-lopez.md"
 
     above, below = (root / "people/maria-lopez.md").read_text().split(TIMELINE_MARKER)
     assert "Met at PyCon." in above and "- Maria switched to black coffee" in above
     assert "oat milk" not in above and "Valencia" not in above
-    assert all(s in below for s in ("Maria lives in Valencia", "Maria drinks oat milk lattes",
-                                    "Replaced: Maria switched to black coffee", "Retired: Maria lives in Valencia"))
+    assert all(
+        s in below
+        for s in (
+            "Maria lives in Valencia",
+            "Maria drinks oat milk lattes",
+            "Replaced: Maria switched to black coffee",
+            "Retired: Maria lives in Valencia",
+        )
+    )
     above, below = (root / "projects/atlas/state.md").read_text().split(TIMELINE_MARKER)
     assert "The mapping service." in above and "- Atlas is written in Go" in above
     assert "three customers" not in above and "vector tiles" not in above
@@ -76,16 +124,16 @@ def test_memory_writes_through_the_daemon_end_to_end(tmp_path: Path,
     assert claims_table(root) == before  # replayed from the evidence artifacts alone
 
 
-def test_exact_write_conflict_through_the_daemon(tmp_path: Path,
-                                                 daemon_factory: Callable[..., DaemonProcess]) -> None:
+def test_exact_write_conflict_through_the_daemon(tmp_path: Path, daemon_factory: Callable[..., DaemonProcess]) -> None:
     root = tmp_path / "corpus"
     (root / "notes").mkdir(parents=True)
     (root / "notes/a.md").write_text("# A\n\nfirst\n")
     daemon = daemon_factory(root, daemon_env()).start()
     code, got, _ = daemon.cli("get", "notes/a.md")
     (root / "notes/a.md").write_text("# A\n\nchanged by a person\n")
-    code, body, _ = daemon.cli("write", "notes/a.md", "--kind", "replace", "--expected-hash", got["hash"],
-                               "--content", "agent text")
+    code, body, _ = daemon.cli(
+        "write", "notes/a.md", "--kind", "replace", "--expected-hash", got["hash"], "--content", "agent text"
+    )
     assert code == 7 and body["error"]["code"] == "conflict"
     assert (root / "notes/a.md").read_text() == "# A\n\nchanged by a person\n"
     code, body, _ = daemon.cli("write", "notes/b.md", "--content", "# B\n\nzebra crossing")

@@ -73,25 +73,58 @@ class Week:
 def sessions(root: Path, svc: DoryService) -> None:
     """Monday opens two loops (one edits the garden project); Wednesday decides what closes the first;
     Friday works in the ledger project. Tuesday, Thursday and the weekend have no sessions."""
-    ingest(svc, [
-        rec("user", at(MON, "09:00:00"), "Let us plan the uploader work for the ledger service.", session_id="s-mon",
-            title="Uploader planning"),
-        rec("assistant", at(MON, "09:01:00"), "We decided to keep the ledger in SQLite because it is simple."),
-        rec("user", at(MON, "09:02:00"), "TODO: add a retry to the uploader."),
-        rec("assistant", at(MON, "09:03:00"), "TODO: migrate the billing tables to postgres.",
-            tool_calls=[{"name": "Edit", "arguments": {"file_path": "projects/garden/notes.md"}}]),
-    ])
-    ingest(svc, [
-        rec("user", at(WED, "10:00:00"), "The uploader keeps failing on flaky networks.", session_id="s-wed",
-            title="Uploader retries"),
-        rec("assistant", at(WED, "10:01:00"), "We decided to add the retry to the uploader with backoff."),
-    ])
-    messages = [new_message("s-fri", "user", at(FRI, "14:00:00"), "Review the ledger export format."),
-                new_message("s-fri", "assistant", at(FRI, "14:05:00"),
-                            "The ledger export now writes one row per entry.")]
-    write_transcript(root, Session("s-fri", "codex", "desk", title="Ledger export", status="done",
-                                   started=at(FRI, "14:00:00"), updated=at(FRI, "14:05:00"), messages=messages,
-                                   source_format="codex", extra={"cwd": "/home/me/projects/ledger"}))
+    ingest(
+        svc,
+        [
+            rec(
+                "user",
+                at(MON, "09:00:00"),
+                "Let us plan the uploader work for the ledger service.",
+                session_id="s-mon",
+                title="Uploader planning",
+            ),
+            rec("assistant", at(MON, "09:01:00"), "We decided to keep the ledger in SQLite because it is simple."),
+            rec("user", at(MON, "09:02:00"), "TODO: add a retry to the uploader."),
+            rec(
+                "assistant",
+                at(MON, "09:03:00"),
+                "TODO: migrate the billing tables to postgres.",
+                tool_calls=[{"name": "Edit", "arguments": {"file_path": "projects/garden/notes.md"}}],
+            ),
+        ],
+    )
+    ingest(
+        svc,
+        [
+            rec(
+                "user",
+                at(WED, "10:00:00"),
+                "The uploader keeps failing on flaky networks.",
+                session_id="s-wed",
+                title="Uploader retries",
+            ),
+            rec("assistant", at(WED, "10:01:00"), "We decided to add the retry to the uploader with backoff."),
+        ],
+    )
+    messages = [
+        new_message("s-fri", "user", at(FRI, "14:00:00"), "Review the ledger export format."),
+        new_message("s-fri", "assistant", at(FRI, "14:05:00"), "The ledger export now writes one row per entry."),
+    ]
+    write_transcript(
+        root,
+        Session(
+            "s-fri",
+            "codex",
+            "desk",
+            title="Ledger export",
+            status="done",
+            started=at(FRI, "14:00:00"),
+            updated=at(FRI, "14:05:00"),
+            messages=messages,
+            source_format="codex",
+            extra={"cwd": "/home/me/projects/ledger"},
+        ),
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -122,15 +155,36 @@ def week(bare: Week) -> Week:
 def test_the_weekly_digest_page_and_its_sections(week: Week) -> None:
     run = week.run()
     assert (run.job, run.period, run.status, run.warnings, run.error, run.reason) == (
-        "weekly-digest", WEEK, "ok", [], None, None)
-    assert run.outputs == {"dailies": 3, "bullets": 12, "skipped": 0, "written": 1, "unchanged": 0,
-                           "kept_edited": 0, "path": WEEKLY}
+        "weekly-digest",
+        WEEK,
+        "ok",
+        [],
+        None,
+        None,
+    )
+    assert run.outputs == {
+        "dailies": 3,
+        "bullets": 12,
+        "skipped": 0,
+        "written": 1,
+        "unchanged": 0,
+        "kept_edited": 0,
+        "path": WEEKLY,
+    }
 
     frontmatter, body = page(week.file().read_bytes())
     assert frontmatter == {
-        "title": f"Weekly digest {WEEK}", "type": "digest-weekly", "status": "active", "week": WEEK,
-        "week_start": "2026-11-09", "week_end": "2026-11-15", "source_digests": [daily(d) for d in DAYS],
-        "source_kind": "generated", "generated_by": "dory weekly-digest", "generated_hash": body_hash(body)}
+        "title": f"Weekly digest {WEEK}",
+        "type": "digest-weekly",
+        "status": "active",
+        "week": WEEK,
+        "week_start": "2026-11-09",
+        "week_end": "2026-11-15",
+        "source_digests": [daily(d) for d in DAYS],
+        "source_kind": "generated",
+        "generated_by": "dory weekly-digest",
+        "generated_hash": body_hash(body),
+    }
     lines = body.strip("\n").split("\n")
     assert lines[0] == f"# Weekly digest {WEEK} (2026-11-09 – 2026-11-15)"
     assert [line[3:] for line in lines if line.startswith("## ")] == SECTIONS
@@ -143,7 +197,8 @@ def test_the_weekly_digest_page_and_its_sections(week: Week) -> None:
     ]
     assert [cited(line)[0] for line in got["Decisions"]] == [  # type: ignore[index]
         "We decided to keep the ledger in SQLite because it is simple.",
-        "We decided to add the retry to the uploader with backoff."]
+        "We decided to add the retry to the uploader with backoff.",
+    ]
     assert [cited(line)[0] for line in got["Projects Touched"]] == ["`garden`: 1 days", "`ledger`: 1 days"]  # type: ignore[index]
     assert week.svc.store.conn.execute("SELECT count(*) FROM files WHERE path = ?", (WEEKLY,)).fetchone()[0] == 1
 
@@ -180,12 +235,15 @@ def test_every_bullet_cites_the_daily_digest_line_it_was_carried_from(week: Week
 def test_a_loop_closed_by_a_later_day_is_left_behind_and_an_open_one_is_carried(week: Week) -> None:
     mon = sections_of(page((week.root / daily(MON)).read_bytes())[1])
     assert [cited(line)[0] for line in mon["Open Loops and TODOs"]] == [  # type: ignore[index]
-        "TODO: add a retry to the uploader.", "TODO: migrate the billing tables to postgres."]
+        "TODO: add a retry to the uploader.",
+        "TODO: migrate the billing tables to postgres.",
+    ]
     assert week.run().status == "ok"
     loops = week.sections()["Open Loops Carried Forward"]
     # Wednesday's decision ("add the retry to the uploader") closes the first; nothing closes the second.
     assert [cited(line)[0] for line in loops] == [  # type: ignore[index]
-        "TODO: migrate the billing tables to postgres. (open since 2026-11-09)"]
+        "TODO: migrate the billing tables to postgres. (open since 2026-11-09)"
+    ]
     assert "add a retry" not in "\n".join(loops)
 
 
@@ -196,7 +254,8 @@ def test_a_loop_is_not_closed_by_its_own_day_or_an_earlier_one(bare: Week) -> No
     assert bare.run().status == "ok"
     assert [cited(line)[0] for line in bare.sections()["Open Loops Carried Forward"]] == [  # type: ignore[index]
         "TODO: add a retry to the uploader. (open since 2026-11-09)",
-        "TODO: migrate the billing tables to postgres. (open since 2026-11-09)"]
+        "TODO: migrate the billing tables to postgres. (open since 2026-11-09)",
+    ]
 
 
 def test_words_said_on_two_days_are_themes_and_words_of_one_day_are_not(week: Week) -> None:
@@ -259,8 +318,10 @@ BAD_PERIODS = [
     ("2026-46", "period '2026-46' is not an ISO week (YYYY-Www, e.g. 2026-W46)"),
     ("2026-11-09", "period '2026-11-09' is not an ISO week (YYYY-Www, e.g. 2026-W46)"),
     ("2026-W46-1", "period '2026-W46-1' is not an ISO week (YYYY-Www, e.g. 2026-W46)"),
-    ("../x", "period '../x' for job weekly-digest is not a date, week or time key "
-             "(letters, digits, '-', ':' and 'T' only)"),
+    (
+        "../x",
+        "period '../x' for job weekly-digest is not a date, week or time key (letters, digits, '-', ':' and 'T' only)",
+    ),
 ]
 
 
@@ -282,8 +343,10 @@ def test_a_week_that_has_not_started_is_a_usage_error(week: Week) -> None:
 
 
 def hand_daily(day: dt.date) -> str:
-    return (f"---\ntitle: Daily digest {day}\ntype: digest-daily\nsessions: [s-now]\n---\n\n# Daily digest {day}\n\n"
-            f"## Decisions\n- We decided to test the current week. ([m-0123456789ab](/logs/sessions/x.md#L16))\n")
+    return (
+        f"---\ntitle: Daily digest {day}\ntype: digest-daily\nsessions: [s-now]\n---\n\n# Daily digest {day}\n\n"
+        f"## Decisions\n- We decided to test the current week. ([m-0123456789ab](/logs/sessions/x.md#L16))\n"
+    )
 
 
 def test_the_current_week_run_by_hand_is_deferred(week: Week) -> None:
@@ -307,19 +370,24 @@ def test_the_current_week_without_dailies_yet_is_deferred_not_done(week: Week) -
 
 def test_an_unreadable_daily_digest_is_skipped_with_a_warning(week: Week) -> None:
     (week.root / daily("2026-11-10")).write_bytes(
-        b"---\ntitle: bad\n---\n\n## Decisions\n- caf\xe9 au lait. ([m-0123456789ab](/logs/x.md#L1))\n")
+        b"---\ntitle: bad\n---\n\n## Decisions\n- caf\xe9 au lait. ([m-0123456789ab](/logs/x.md#L1))\n"
+    )
     (week.root / daily("2026-11-14")).write_bytes(b"---\ntitle: nul\n---\n\nhello\x00world\n")
     run = week.run()
     assert (run.status, run.error) == ("warning", None)
-    assert run.warnings == ["skipped digests/daily/2026-11-10.md: not valid UTF-8: byte 0xe9 at offset 38",
-                            "skipped digests/daily/2026-11-14.md: contains NUL bytes at offset 25 (binary file?)"]
+    assert run.warnings == [
+        "skipped digests/daily/2026-11-10.md: not valid UTF-8: byte 0xe9 at offset 38",
+        "skipped digests/daily/2026-11-14.md: contains NUL bytes at offset 25 (binary file?)",
+    ]
     assert (run.outputs["dailies"], run.outputs["skipped"], run.outputs["written"]) == (3, 2, 1)
     assert page(week.file().read_bytes())[0]["source_digests"] == [daily(d) for d in DAYS]
     assert "au lait" not in week.file().read_text(encoding="utf-8")
 
 
-BROKEN_YAML = ("---\ntitle: [unclosed\nsessions: [s-x]\n---\n\n# Daily digest 2026-11-12\n\n## Decisions\n"
-               "- We decided to rename the uploader module. ([m-0123456789ab](/logs/sessions/x.md#L9))\n")
+BROKEN_YAML = (
+    "---\ntitle: [unclosed\nsessions: [s-x]\n---\n\n# Daily digest 2026-11-12\n\n## Decisions\n"
+    "- We decided to rename the uploader module. ([m-0123456789ab](/logs/sessions/x.md#L9))\n"
+)
 
 
 def test_a_daily_digest_with_broken_frontmatter_is_not_fatal(week: Week) -> None:

@@ -41,11 +41,15 @@ PERIOD = "2026-11-20"
 DECISION = "We decided to use SQLite FTS5 because it is fast."
 PREFERENCE = "I prefer short answers."
 RUST = "knowledge/rust-notes.md"
-RUST_NOTE = ("---\ntitle: Rust notes\n---\n\n# Rust notes\n\n## Ownership\n\n"
-             "The borrow checker enforces that a value has exactly one owner and references never outlive it.\n")
+RUST_NOTE = (
+    "---\ntitle: Rust notes\n---\n\n# Rust notes\n\n## Ownership\n\n"
+    "The borrow checker enforces that a value has exactly one owner and references never outlive it.\n"
+)
 TOKIO = "concepts/tokio-runtime.md"
-TOKIO_NOTE = ("---\ntitle: Tokio runtime\ntype: concept\n---\n\n# Tokio runtime\n\n"
-              "The tokio executor schedules async tasks across a pool of worker threads.\n")
+TOKIO_NOTE = (
+    "---\ntitle: Tokio runtime\ntype: concept\n---\n\n# Tokio runtime\n\n"
+    "The tokio executor schedules async tasks across a pool of worker threads.\n"
+)
 NOTHING = f"dream produced nothing for {PERIOD}"
 
 
@@ -87,12 +91,20 @@ def fresh(tmp_path: Path) -> Iterator[Dreamer]:
     svc = DoryService(load_settings(root, {"embedder.backend": "none", "digest.quiet_minutes": 0}, env={}))
     try:
         svc.reindex(ReindexRequest())
-        [rel] = ingest(svc, [
-            rec("user", f"{DAY}T10:00:00Z", "Which search engine should the notes use?", session_id="s-1",
-                title="Search"),
-            rec("assistant", f"{DAY}T10:01:00Z", DECISION),
-            rec("user", f"{DAY}T10:02:00Z", PREFERENCE),
-        ])
+        [rel] = ingest(
+            svc,
+            [
+                rec(
+                    "user",
+                    f"{DAY}T10:00:00Z",
+                    "Which search engine should the notes use?",
+                    session_id="s-1",
+                    title="Search",
+                ),
+                rec("assistant", f"{DAY}T10:01:00Z", DECISION),
+                rec("user", f"{DAY}T10:02:00Z", PREFERENCE),
+            ],
+        )
         yield Dreamer(root, svc, rel)
     finally:
         svc.close()
@@ -112,8 +124,15 @@ def test_the_digest_s_decision_and_preference_become_proposals(d: Dreamer) -> No
     assert (run.job, run.status, run.warnings, run.error) == ("dream", "ok", [], None)
     outputs = dict(run.outputs)
     created = outputs.pop("proposals")
-    assert outputs == {"digests_read": 1, "candidates": 2, "from_digests": 2, "from_recall": 0, "written": 2,
-                       "existing": 0, "stopped": {}}
+    assert outputs == {
+        "digests_read": 1,
+        "candidates": 2,
+        "from_digests": 2,
+        "from_recall": 0,
+        "written": 2,
+        "existing": 0,
+        "stopped": {},
+    }
     assert sorted(created) == sorted(p.id for p in d.proposed())
     assert d.files() == sorted(f"{p.id}.json" for p in d.proposed())
 
@@ -121,10 +140,19 @@ def test_the_digest_s_decision_and_preference_become_proposals(d: Dreamer) -> No
     assert set(got) == {DECISION, PREFERENCE}
     decision, preference = got[DECISION].write, got[PREFERENCE].write
     assert (decision.kind, decision.scope, decision.subject, decision.agent, decision.source, decision.reason) == (
-        "decision", "decision", "We decided to use SQLite FTS5 because it", "dory dream",
-        f"{d.transcript}#L{d.line_of(1)}", f"from the daily digest {DIGEST}")
+        "decision",
+        "decision",
+        "We decided to use SQLite FTS5 because it",
+        "dory dream",
+        f"{d.transcript}#L{d.line_of(1)}",
+        f"from the daily digest {DIGEST}",
+    )
     assert (preference.kind, preference.subject, preference.agent, preference.source) == (
-        "preference", "user", "dory dream", f"{d.transcript}#L{d.line_of(2)}")
+        "preference",
+        "user",
+        "dory dream",
+        f"{d.transcript}#L{d.line_of(2)}",
+    )
     lines = (d.root / d.transcript).read_text(encoding="utf-8").split("\n")
     assert lines[d.line_of(1) - 1].endswith(turns(d.root, d.transcript)[1].id)  # the source is the turn's heading
     for proposal in d.proposed():
@@ -146,8 +174,9 @@ def test_a_turn_that_no_longer_says_it_is_not_grounded(d: Dreamer) -> None:
 
 
 def test_an_already_active_claim_is_not_proposed(d: Dreamer) -> None:
-    written = d.svc.memory_write(MemoryWriteRequest(subject="user", content=PREFERENCE, kind="preference",
-                                                    allow_canonical=True))
+    written = d.svc.memory_write(
+        MemoryWriteRequest(subject="user", content=PREFERENCE, kind="preference", allow_canonical=True)
+    )
     assert written.action == "written"
     run = d.dream()
     assert run.outputs["stopped"] == {"already_active": 1}
@@ -164,10 +193,10 @@ def test_a_deleted_session_is_a_tombstone(d: Dreamer) -> None:
 
 
 def test_a_forgotten_claim_is_a_tombstone(d: Dreamer) -> None:
-    d.svc.memory_write(MemoryWriteRequest(subject="user", content=PREFERENCE, kind="preference",
-                                          allow_canonical=True))
-    forgot = d.svc.memory_write(MemoryWriteRequest(subject="user", content=PREFERENCE, kind="preference",
-                                                   action="forget", allow_canonical=True))
+    d.svc.memory_write(MemoryWriteRequest(subject="user", content=PREFERENCE, kind="preference", allow_canonical=True))
+    forgot = d.svc.memory_write(
+        MemoryWriteRequest(subject="user", content=PREFERENCE, kind="preference", action="forget", allow_canonical=True)
+    )
     assert forgot.action == "forgotten"
     assert any(c["status"] == "retired" and c["statement"] == PREFERENCE for c in claims.dump(d.svc.store.conn))
     run = d.dream()
@@ -205,8 +234,9 @@ def test_a_rejected_proposal_is_never_proposed_again(d: Dreamer) -> None:
 def test_a_dry_run_creates_no_proposal(d: Dreamer) -> None:
     dry = d.dream(dry_run=True)
     assert (dry.status, dry.outputs["written"], dry.outputs["stopped"]) == ("dry_run", 2, {})
-    assert sorted(dry.outputs["proposals"]) == sorted([
-        f"(dry run) We decided to use SQLite FTS5 because it: {DECISION}", f"(dry run) user: {PREFERENCE}"])
+    assert sorted(dry.outputs["proposals"]) == sorted(
+        [f"(dry run) We decided to use SQLite FTS5 because it: {DECISION}", f"(dry run) user: {PREFERENCE}"]
+    )
     assert d.files() == [] and d.files("inbox/applied") == [] and d.files("inbox/rejected") == []
     real = d.dream()  # the dry run did not mark the digest as dreamed
     assert (real.status, real.outputs["written"]) == ("ok", 2)
@@ -226,14 +256,19 @@ def test_a_note_recalled_by_three_distinct_queries_is_proposed_as_a_concept(fres
         assert TOKIO in search(fresh.svc, query)
 
     run = fresh.dream()
-    assert (run.status, run.outputs["from_recall"], run.outputs["written"], run.outputs["stopped"]) == (
-        "ok", 1, 1, {})
+    assert (run.status, run.outputs["from_recall"], run.outputs["written"], run.outputs["stopped"]) == ("ok", 1, 1, {})
     [proposal] = fresh.proposed()
     write = proposal.write
     assert (write.subject, write.kind, write.scope, write.agent, write.source) == (
-        "Rust notes", "fact", "concept", "dory dream", f"{RUST}#L5")
-    assert write.content == ("The borrow checker enforces that a value has exactly one owner and references "
-                             "never outlive it.")
+        "Rust notes",
+        "fact",
+        "concept",
+        "dory dream",
+        f"{RUST}#L5",
+    )
+    assert write.content == (
+        "The borrow checker enforces that a value has exactly one owner and references never outlive it."
+    )
     assert write.reason is not None and write.reason.startswith("recalled by 3 distinct queries (e.g. ")
     assert RUST_NOTE.split("\n")[4] == "# Rust notes"  # line 5: where the recalled passage starts
 
@@ -248,14 +283,27 @@ def test_a_quarantined_note_is_never_proposed(fresh: Dreamer) -> None:
     log = RecallLog(fresh.svc.settings.recall_log_path)
     try:  # the index never holds quarantine: its recall events are written straight to the log
         for query in ("password", "account password", "hunter2"):
-            log.record(query, [SearchHit(path=quarantined, title="Leak", chunk_id="q:1", start_line=1, end_line=3,
-                                         heading_path=[], snippet="", evidence_class="inbox", confidence="low",
-                                         score=1.0)])
+            log.record(
+                query,
+                [
+                    SearchHit(
+                        path=quarantined,
+                        title="Leak",
+                        chunk_id="q:1",
+                        start_line=1,
+                        end_line=3,
+                        heading_path=[],
+                        snippet="",
+                        evidence_class="inbox",
+                        confidence="low",
+                        score=1.0,
+                    )
+                ],
+            )
     finally:
         log.close()
     run = fresh.dream()
-    assert (run.outputs["from_recall"], run.outputs["stopped"], run.outputs["written"]) == (
-        0, {"quarantined": 1}, 0)
+    assert (run.outputs["from_recall"], run.outputs["stopped"], run.outputs["written"]) == (0, {"quarantined": 1}, 0)
     assert fresh.files() == []
 
 

@@ -29,8 +29,10 @@ def test_defaults(tmp_path: Path) -> None:
 
 
 def test_toml_sections(tmp_path: Path) -> None:
-    root = corpus(tmp_path, '[daemon]\ndebounce_ms = 500\ncatch_up_days = 0\nlog_level = "debug"\n\n'
-                            '[jobs]\nreconcile = "0 */2 * * *"\n')
+    root = corpus(
+        tmp_path,
+        '[daemon]\ndebounce_ms = 500\ncatch_up_days = 0\nlog_level = "debug"\n\n[jobs]\nreconcile = "0 */2 * * *"\n',
+    )
     settings = load_settings(root, env={})
     assert (settings.daemon.debounce_ms, settings.daemon.catch_up_days, settings.daemon.log_level) == (500, 0, "debug")
     assert schedule_spec(settings, "reconcile") == "0 */2 * * *"
@@ -51,11 +53,14 @@ def test_unknown_job_from_the_environment(tmp_path: Path) -> None:
         load_settings(corpus(tmp_path), env={"DORY_JOBS_NOPE": "off"})
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("61 * * * *", "jobs.reconcile: invalid cron schedule '61 * * * *': "),
-    ("0 3 * * 9", "jobs.reconcile: invalid cron schedule '0 3 * * 9': weekday 9 is out of range 0-7"),
-    ("hourly", "jobs.reconcile: 'hourly' is not a cron schedule (five fields, six with seconds first, or \"off\")"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("61 * * * *", "jobs.reconcile: invalid cron schedule '61 * * * *': "),
+        ("0 3 * * 9", "jobs.reconcile: invalid cron schedule '0 3 * * 9': weekday 9 is out of range 0-7"),
+        ("hourly", "jobs.reconcile: 'hourly' is not a cron schedule (five fields, six with seconds first, or \"off\")"),
+    ],
+)
 def test_bad_cron_is_a_config_error(tmp_path: Path, spec: str, message: str) -> None:
     root = corpus(tmp_path, f'[jobs]\nreconcile = "{spec}"\n')
     with pytest.raises(ConfigError) as info:
@@ -94,23 +99,33 @@ def test_bad_cron_from_the_environment(tmp_path: Path) -> None:
 
 
 def test_daemon_environment_values_are_coerced(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path), env={
-        "DORY_DAEMON_DEBOUNCE_MS": "450", "DORY_DAEMON_HEARTBEAT_S": "2.5", "DORY_DAEMON_CATCH_UP_DAYS": "3",
-        "DORY_DAEMON_LOG_LEVEL": "warning", "DORY_DAEMON_LOG_FILE": "/tmp/dory.log"})
+    settings = load_settings(
+        corpus(tmp_path),
+        env={
+            "DORY_DAEMON_DEBOUNCE_MS": "450",
+            "DORY_DAEMON_HEARTBEAT_S": "2.5",
+            "DORY_DAEMON_CATCH_UP_DAYS": "3",
+            "DORY_DAEMON_LOG_LEVEL": "warning",
+            "DORY_DAEMON_LOG_FILE": "/tmp/dory.log",
+        },
+    )
     daemon = settings.daemon
     assert daemon.debounce_ms == 450 and isinstance(daemon.debounce_ms, int)
     assert daemon.heartbeat_s == 2.5 and daemon.catch_up_days == 3
     assert (daemon.log_level, daemon.log_file) == ("warning", "/tmp/dory.log")
 
 
-@pytest.mark.parametrize(("env", "fragment"), [
-    ({"DORY_DAEMON_DEBOUNCE_MS": "fast"}, "daemon.debounce_ms"),
-    ({"DORY_DAEMON_DEBOUNCE_MS": "5"}, "daemon.debounce_ms"),
-    ({"DORY_DAEMON_CATCH_UP_DAYS": "400"}, "daemon.catch_up_days"),
-    ({"DORY_DAEMON_HEARTBEAT_S": "0.1"}, "daemon.heartbeat_s"),
-    ({"DORY_DAEMON_LOG_LEVEL": "loud"}, "daemon.log_level"),
-    ({"DORY_DAEMON_BOGUS": "1"}, "daemon.bogus"),
-])
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"DORY_DAEMON_DEBOUNCE_MS": "fast"}, "daemon.debounce_ms"),
+        ({"DORY_DAEMON_DEBOUNCE_MS": "5"}, "daemon.debounce_ms"),
+        ({"DORY_DAEMON_CATCH_UP_DAYS": "400"}, "daemon.catch_up_days"),
+        ({"DORY_DAEMON_HEARTBEAT_S": "0.1"}, "daemon.heartbeat_s"),
+        ({"DORY_DAEMON_LOG_LEVEL": "loud"}, "daemon.log_level"),
+        ({"DORY_DAEMON_BOGUS": "1"}, "daemon.bogus"),
+    ],
+)
 def test_invalid_daemon_settings(tmp_path: Path, env: dict[str, str], fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(corpus(tmp_path), env=env)

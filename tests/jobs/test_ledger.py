@@ -82,7 +82,12 @@ def test_running_row_of_a_dead_process_is_interrupted_and_claimable(ledger: JobL
     assert ledger.claim("reconcile", "p1", "schedule") is None
     row = ledger.run("reconcile", "p1")
     assert (row["status"], row["attempts"], row["pid"], row["error"], row["ended"]) == (
-        "running", 2, os.getpid(), None, None)
+        "running",
+        2,
+        os.getpid(),
+        None,
+        None,
+    )
 
 
 def test_dead_running_row_is_claimable_even_before_mark_interrupted(ledger: JobLedger, dead_pid: int) -> None:
@@ -148,8 +153,9 @@ def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Give every ledger timestamp its own second so ordering is deterministic."""
     ticks = itertools.count()
     base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    monkeypatch.setattr(ledger_mod, "_now",
-                        lambda: (base + dt.timedelta(seconds=next(ticks))).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    monkeypatch.setattr(
+        ledger_mod, "_now", lambda: (base + dt.timedelta(seconds=next(ticks))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
 
 @pytest.mark.usefixtures("ticking_clock")

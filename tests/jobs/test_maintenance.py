@@ -26,8 +26,10 @@ SESSION = "logs/sessions/claude/laptop/2026-11-19-abc.md"
 
 def person(title: str, updated: str, timeline: list[str], extra: str = "") -> str:
     entries = "\n".join(f"- {day}: event {n} (sources/semantic/e{n}.md)" for n, day in enumerate(timeline))
-    return (f"---\ntitle: {title}\ntype: person\nupdated: {updated}\n{extra}---\n# {title}\n\n## Summary\n\n"
-            f"Someone.\n\n---\n\n<!-- TIMELINE: append-only below this line -->\n\n## Timeline\n{entries}\n")
+    return (
+        f"---\ntitle: {title}\ntype: person\nupdated: {updated}\n{extra}---\n# {title}\n\n## Summary\n\n"
+        f"Someone.\n\n---\n\n<!-- TIMELINE: append-only below this line -->\n\n## Timeline\n{entries}\n"
+    )
 
 
 def state(title: str, updated: str) -> str:
@@ -35,17 +37,23 @@ def state(title: str, updated: str) -> str:
 
 
 # Every line ends in CRLF: a fix must keep the line endings it did not touch.
-LINKS = "\r\n".join([
-    "---", "title: Links", "---",
-    "See [[Alice Smith]] and `[[Alice Smith]]` in code.",
-    "| who | note |", "| --- | --- |", "| [[Alice Smith]] | x |",
-    "Her facts: [[alice smith#Summary|facts]].",
-    "Ambiguous: [[Sam Lee]].",
-    "Missing: [[Nowhere]].",
-    "Wiki: [home](../wiki/index.md) and [[wiki/missing]].",
-    "Heading: [[Alice Smith#Summary]].",
-    "",
-])
+LINKS = "\r\n".join(
+    [
+        "---",
+        "title: Links",
+        "---",
+        "See [[Alice Smith]] and `[[Alice Smith]]` in code.",
+        "| who | note |",
+        "| --- | --- |",
+        "| [[Alice Smith]] | x |",
+        "Her facts: [[alice smith#Summary|facts]].",
+        "Ambiguous: [[Sam Lee]].",
+        "Missing: [[Nowhere]].",
+        "Wiki: [home](../wiki/index.md) and [[wiki/missing]].",
+        "Heading: [[Alice Smith#Summary]].",
+        "",
+    ]
+)
 FIXED = {
     "See [[Alice Smith]] and": "See [[alice-smith|Alice Smith]] and",
     "| [[Alice Smith]] | x |": "| [[alice-smith\\|Alice Smith]] | x |",
@@ -65,8 +73,9 @@ FILES: dict[str, str | bytes] = {
     "projects/hermes/state.md": state("Hermes", "2026-08-21"),  # 91 days: stale
     "knowledge/links.md": LINKS,
     "knowledge/linked.md": "# Linked\n\nAbout [[bob]].\n",
-    "digests/daily/2026-11-19.md": (f"# Digest\n\n- [m-1]({SESSION}#L12) and "
-                                    "[m-2](logs/sessions/claude/laptop/2026-11-19-gone.md#L3)\n"),
+    "digests/daily/2026-11-19.md": (
+        f"# Digest\n\n- [m-1]({SESSION}#L12) and [m-2](logs/sessions/claude/laptop/2026-11-19-gone.md#L3)\n"
+    ),
     SESSION: "# Session\n\nhello\n",
     "wiki/index.md": "# Wiki\n",
     "ideas/lonely.md": "# Lonely\n\nNo links here.\n",
@@ -116,16 +125,21 @@ def section(text: str, title: str) -> list[str]:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink() and ".dory" not in p.relative_to(root).parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink() and ".dory" not in p.relative_to(root).parts
+    }
 
 
 def test_each_finding_is_reported(build: Callable[..., DoryService]) -> None:
     svc = build(FILES)
     run = maintain(svc)
     text = report(svc)
-    assert text.startswith(f"---\ntitle: Maintenance report {PERIOD}\ntype: report\nstatus: active\n"
-                           f"date: {PERIOD}\nsource_kind: generated\ngenerated_by: dory maintain\n")
+    assert text.startswith(
+        f"---\ntitle: Maintenance report {PERIOD}\ntype: report\nstatus: active\n"
+        f"date: {PERIOD}\nsource_kind: generated\ngenerated_by: dory maintain\n"
+    )
     broken = section(text, "Broken links")
     assert any("`knowledge/links.md:4`" in item and "`[[Alice Smith]]`" in item for item in broken)
     assert any("`[[Nowhere]]`" in item for item in broken)
@@ -134,16 +148,29 @@ def test_each_finding_is_reported(build: Callable[..., DoryService]) -> None:
     assert not [item for item in orphans if item.startswith(("`inbox/", "`core/", "`digests/", "`logs/"))]
     assert "`knowledge/linked.md`" not in orphans and "`people/bob.md`" not in orphans
     assert section(text, "Compiled truth") == [
-        "`people/alice-smith.md`: compiled truth updated 2026-11-01, latest timeline entry 2026-11-10"]
+        "`people/alice-smith.md`: compiled truth updated 2026-11-01, latest timeline entry 2026-11-10"
+    ]
     assert section(text, "Stale active") == [
         "`projects/apollo/state.md`: updated 2026-01-05, 319 days before 2026-11-20",
-        "`projects/hermes/state.md`: updated 2026-08-21, 91 days before 2026-11-20"]
+        "`projects/hermes/state.md`: updated 2026-08-21, 91 days before 2026-11-20",
+    ]
     collisions = section(text, "Duplicate entities")
     assert "`robert`: `people/bob.md` (alias), `people/robert.md` (slug)" in collisions
     assert section(text, "Files skipped") == ["None"]
     assert section(text, "Index vs disk drift") == ["None"]
-    assert run.outputs | {"report": REPORT, "written": 1, "stale_compiled": 1, "stale_active": 2, "drift": 0,
-                          "skipped_files": 0, "fixed": 0} == run.outputs
+    assert (
+        run.outputs
+        | {
+            "report": REPORT,
+            "written": 1,
+            "stale_compiled": 1,
+            "stale_active": 2,
+            "drift": 0,
+            "skipped_files": 0,
+            "fixed": 0,
+        }
+        == run.outputs
+    )
     assert run.outputs["broken_links"] == len(broken) and run.outputs["orphans"] == len(orphans)
     assert run.outputs["alias_collisions"] == len(collisions)
 
@@ -156,21 +183,21 @@ def test_links_to_session_and_wiki_files_are_checked_on_disk(build: Callable[...
     broken = section(report(svc), "Broken links")
     text = "\n".join(broken)
     assert "2026-11-19-abc" not in text and "wiki/index.md" not in text
-    assert any(item.startswith("`digests/daily/2026-11-19.md:3`") and "2026-11-19-gone.md" in item
-               for item in broken)
+    assert any(item.startswith("`digests/daily/2026-11-19.md:3`") and "2026-11-19-gone.md" in item for item in broken)
     assert any("`[[wiki/missing]]`" in item for item in broken)
 
 
-def test_rerun_writes_the_same_bytes_and_cli_reports_unchanged(build: Callable[..., DoryService],
-                                                                monkeypatch: pytest.MonkeyPatch,
-                                                                tmp_path: Path) -> None:
+def test_rerun_writes_the_same_bytes_and_cli_reports_unchanged(
+    build: Callable[..., DoryService], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     svc = build(FILES)
     root = svc.settings.corpus
     first = invoke(monkeypatch, tmp_path, "--corpus", str(root), "ops", "run", "maintain", "--period", PERIOD)
     assert first.exit_code == 0, first.output
     written = (root / REPORT).read_bytes()
-    again = invoke(monkeypatch, tmp_path, "--corpus", str(root), "ops", "run", "maintain", "--period", PERIOD,
-                   "--force")
+    again = invoke(
+        monkeypatch, tmp_path, "--corpus", str(root), "ops", "run", "maintain", "--period", PERIOD, "--force"
+    )
     body = json.loads(again.stdout)
     assert body["status"] == "ok" and body["outputs"]["unchanged"] == 1 and body["outputs"]["written"] == 0
     assert (root / REPORT).read_bytes() == written
@@ -250,8 +277,7 @@ HOSTILE: dict[str, str | bytes] = {
 }
 
 
-def test_hostile_files_are_reported_as_skipped_not_fatal(build: Callable[..., DoryService],
-                                                           tmp_path: Path) -> None:
+def test_hostile_files_are_reported_as_skipped_not_fatal(build: Callable[..., DoryService], tmp_path: Path) -> None:
     root = tmp_path / "corpus"
     (root / "knowledge").mkdir(parents=True)
     (root / "knowledge/loop.md").symlink_to("loop.md")
@@ -261,8 +287,12 @@ def test_hostile_files_are_reported_as_skipped_not_fatal(build: Callable[..., Do
     run = maintain(svc, fix=True)
     skipped = section(report(svc), "Files skipped")
     reasons = {item.split("`")[1]: item.split(": ")[1] for item in skipped}
-    assert reasons == {"knowledge/broken-yaml.md": "broken_frontmatter", "knowledge/latin1.md": "not_utf8",
-                       "knowledge/loop.md": "symlink_loop", "knowledge/nul.md": "nul_bytes"}
+    assert reasons == {
+        "knowledge/broken-yaml.md": "broken_frontmatter",
+        "knowledge/latin1.md": "not_utf8",
+        "knowledge/loop.md": "symlink_loop",
+        "knowledge/nul.md": "nul_bytes",
+    }
     assert run.outputs["skipped_files"] == 4
     # A note whose frontmatter could not be parsed is never rewritten, even for a fixable link.
     fixes = " ".join(section(report(svc), "Fixes"))
@@ -308,13 +338,19 @@ def invoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str) -> Any:
     return CliRunner().invoke(cli, [*args, "--json"], prog_name="dory")
 
 
-@pytest.mark.parametrize(("period", "message"), [
-    ("2026-13-40", "period '2026-13-40' is not a day (YYYY-MM-DD)"),
-    ("../x", "period '../x' for job maintain is not a date, week or time key (letters, digits, '-', ':' and 'T' "
-             "only)"),
-])
-def test_bad_period_is_a_usage_error(build: Callable[..., DoryService], monkeypatch: pytest.MonkeyPatch,
-                                     tmp_path: Path, period: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("period", "message"),
+    [
+        ("2026-13-40", "period '2026-13-40' is not a day (YYYY-MM-DD)"),
+        (
+            "../x",
+            "period '../x' for job maintain is not a date, week or time key (letters, digits, '-', ':' and 'T' only)",
+        ),
+    ],
+)
+def test_bad_period_is_a_usage_error(
+    build: Callable[..., DoryService], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, period: str, message: str
+) -> None:
     root = build(FILES).settings.corpus
     result = invoke(monkeypatch, tmp_path, "--corpus", str(root), "ops", "run", "maintain", "--period", period)
     assert result.exit_code == 2, result.output

@@ -17,8 +17,12 @@ def files(svc: DoryService) -> dict[str, str]:
 
 
 def chunk_ids(svc: DoryService, path: str) -> list[int]:
-    return [row[0] for row in svc.store.conn.execute(
-        "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal", (path,))]
+    return [
+        row[0]
+        for row in svc.store.conn.execute(
+            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal", (path,)
+        )
+    ]
 
 
 def skipped(svc: DoryService) -> dict[str, str]:
@@ -107,8 +111,9 @@ def test_unchanged_path_in_scope_is_counted_unchanged(indexed) -> None:
 
 
 def test_folder_moved_in_is_all_new_and_removed_is_all_deleted(indexed, tmp_path: Path) -> None:
-    svc = indexed({"keep.md": "keep", "proj.md": "sibling file", "proj-x/a.md": "dash sibling",
-                   "proj2/a.md": "digit sibling"})
+    svc = indexed(
+        {"keep.md": "keep", "proj.md": "sibling file", "proj-x/a.md": "dash sibling", "proj2/a.md": "digit sibling"}
+    )
     root = svc.settings.corpus
     outside = tmp_path / "outside" / "proj"
     outside.mkdir(parents=True)
@@ -136,11 +141,22 @@ def test_subfolder_scope_covers_only_that_subfolder(indexed) -> None:
     assert set(files(svc)) == {"p/a.md"}
 
 
-@pytest.mark.parametrize("name", [
-    ".note.md.swp", "x.sync-conflict-1.md", ".obsidian/x.md", ".hidden.md", "notes/.hidden/y.md",
-    "~$lock.md", "doc (conflicted copy 2024).md", ".git/notes.md", "node_modules/pkg/readme.md", "note.md~",
-    "notes.txt",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".note.md.swp",
+        "x.sync-conflict-1.md",
+        ".obsidian/x.md",
+        ".hidden.md",
+        "notes/.hidden/y.md",
+        "~$lock.md",
+        "doc (conflicted copy 2024).md",
+        ".git/notes.md",
+        "node_modules/pkg/readme.md",
+        "note.md~",
+        "notes.txt",
+    ],
+)
 def test_temp_and_ignored_names_are_never_indexed(indexed, name: str) -> None:
     svc = indexed({"a.md": "apples"})
     path = svc.settings.corpus / name

@@ -49,9 +49,21 @@ class FakeIndex:
 
     def reconcile(self) -> ReindexResponse:
         self.calls += 1
-        return ReindexResponse(new=self.new, changed=2, renamed=0, deleted=0, touched=3, unchanged=4, skipped=[],
-                               chunks_written=5, vectors_embedded=0, vectors_reused=0, vectors_pending=0,
-                               seconds=0.01, warnings=list(self.warnings))
+        return ReindexResponse(
+            new=self.new,
+            changed=2,
+            renamed=0,
+            deleted=0,
+            touched=3,
+            unchanged=4,
+            skipped=[],
+            chunks_written=5,
+            vectors_embedded=0,
+            vectors_reused=0,
+            vectors_pending=0,
+            seconds=0.01,
+            warnings=list(self.warnings),
+        )
 
 
 @pytest.fixture
@@ -83,8 +95,13 @@ def make_runner(corpus: Path, clock: Clock) -> Iterator[Callable[..., tuple[JobR
         ledger.close()
 
 
-def add_job(monkeypatch: pytest.MonkeyPatch, name: str, run: Callable[[JobContext], JobResult],
-            schedule: str = "*/10 * * * *", **kw: Any) -> list[str]:
+def add_job(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    run: Callable[[JobContext], JobResult],
+    schedule: str = "*/10 * * * *",
+    **kw: Any,
+) -> list[str]:
     """Register a temporary job; returns the list of periods it was called for."""
     calls: list[str] = []
 
@@ -132,12 +149,12 @@ def test_run_due_skips_a_period_already_run_by_hand(make_runner, clock: Clock) -
     assert runner.run("reconcile").period == "2024-01-01T00:10"
     runs = runner.run_due("reconcile")
     assert [(r.period, r.status, r.reason) for r in runs] == [
-        ("2024-01-01T00:10", "skipped", "already done for this period")]
+        ("2024-01-01T00:10", "skipped", "already done for this period")
+    ]
     assert index.calls == 1
 
 
-def test_catch_up_all_runs_every_missed_period_once(make_runner, clock: Clock,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_catch_up_all_runs_every_missed_period_once(make_runner, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = add_job(monkeypatch, "digest_all", lambda ctx: JobResult(outputs={"lines": 1}), catch_up="all")
     runner, _ = make_runner()
     assert runner.run_due("digest_all") == []
@@ -152,8 +169,9 @@ def test_catch_up_all_runs_every_missed_period_once(make_runner, clock: Clock,
 
 
 def test_catch_up_days_bounds_the_look_back(make_runner, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = add_job(monkeypatch, "daily_all", lambda ctx: JobResult(outputs={"n": 1}), schedule="0 3 * * *",
-                    catch_up="all")
+    calls = add_job(
+        monkeypatch, "daily_all", lambda ctx: JobResult(outputs={"n": 1}), schedule="0 3 * * *", catch_up="all"
+    )
     runner, _ = make_runner(**{"daemon.catch_up_days": 2})
     runner.run_due("daily_all")  # 2024-01-01 00:05
     clock.advance(days=10)  # 2024-01-11 00:05: ten daily fire times were missed
@@ -171,8 +189,7 @@ def test_catch_up_days_zero_still_runs_the_current_period(make_runner, clock: Cl
     assert index.calls == 1
 
 
-def test_failing_job_is_recorded_and_does_not_raise(make_runner, clock: Clock,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failing_job_is_recorded_and_does_not_raise(make_runner, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(ctx: JobContext) -> JobResult:
         raise ValueError("the disk is made of cheese")
 
@@ -185,7 +202,11 @@ def test_failing_job_is_recorded_and_does_not_raise(make_runner, clock: Clock,
     assert runs[0].error == "ValueError: the disk is made of cheese"
     row = runner.ledger.run("broken", "2024-01-01T00:10")
     assert (row["status"], row["error"], row["outputs"], row["attempts"]) == (
-        "failed", "ValueError: the disk is made of cheese", {}, 1)
+        "failed",
+        "ValueError: the disk is made of cheese",
+        {},
+        1,
+    )
     # a failed period can be retried (by hand here) until MAX_ATTEMPTS
     again = runner.run("broken", "2024-01-01T00:10")
     assert (again.status, again.attempts) == ("failed", 2)
@@ -264,8 +285,9 @@ def test_dry_run_records_nothing(make_runner, monkeypatch: pytest.MonkeyPatch) -
     assert runner.run("reconcile", "2024-01-01T00:00").status == "ok"
 
 
-def test_dry_run_of_a_failing_job_reports_failed_without_recording(make_runner,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run_of_a_failing_job_reports_failed_without_recording(
+    make_runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def boom(ctx: JobContext) -> JobResult:
         assert ctx.dry_run
         raise RuntimeError("nope")
@@ -297,7 +319,9 @@ def test_run_all_due_covers_every_registered_job(make_runner, clock: Clock, monk
     clock.advance(minutes=30)  # 00:35
     runs = runner.run_all_due("heartbeat")
     assert sorted((r.job, r.period, r.trigger) for r in runs) == [
-        ("extra", "2024-01-01T00:30", "heartbeat"), ("reconcile", "2024-01-01T00:30", "heartbeat")]
+        ("extra", "2024-01-01T00:30", "heartbeat"),
+        ("reconcile", "2024-01-01T00:30", "heartbeat"),
+    ]
     assert calls == ["2024-01-01T00:30"]
     assert index.calls == 1
 

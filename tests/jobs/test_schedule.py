@@ -26,7 +26,10 @@ def test_five_fields_fire_on_the_minute() -> None:
     assert sched.spec == "*/10 * * * *"
     start = local(2024, 1, 1, 0, 0)
     assert sched.fire_times(start, local(2024, 1, 1, 0, 30)) == [
-        local(2024, 1, 1, 0, 10), local(2024, 1, 1, 0, 20), local(2024, 1, 1, 0, 30)]
+        local(2024, 1, 1, 0, 10),
+        local(2024, 1, 1, 0, 20),
+        local(2024, 1, 1, 0, 30),
+    ]
     assert sched.next_after(local(2024, 1, 1, 0, 5, 59)) == local(2024, 1, 1, 0, 10)
 
 
@@ -35,7 +38,10 @@ def test_six_fields_put_seconds_first() -> None:
     assert sched.has_seconds
     start = local(2024, 1, 1, 0, 0)
     assert sched.fire_times(start, start + dt.timedelta(minutes=1)) == [
-        local(2024, 1, 1, 0, 0, 20), local(2024, 1, 1, 0, 0, 40), local(2024, 1, 1, 0, 1, 0)]
+        local(2024, 1, 1, 0, 0, 20),
+        local(2024, 1, 1, 0, 0, 40),
+        local(2024, 1, 1, 0, 1, 0),
+    ]
 
 
 def test_whitespace_is_normalised() -> None:
@@ -59,7 +65,8 @@ def test_wrong_field_count_is_a_config_error(spec: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_schedule(spec, "reconcile")
     assert info.value.message == (
-        f"jobs.reconcile: {spec!r} is not a cron schedule (five fields, six with seconds first, or \"off\")")
+        f'jobs.reconcile: {spec!r} is not a cron schedule (five fields, six with seconds first, or "off")'
+    )
     assert info.value.details == {"job": "reconcile", "schedule": spec}
     assert info.value.code == "config_error"
 

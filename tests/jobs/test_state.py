@@ -30,8 +30,16 @@ def stamp(seconds_ago: float) -> str:
 
 
 def record(**extra: Any) -> dict[str, Any]:
-    return {"pid": os.getpid(), "started_at": stamp(100), "heartbeat_at": stamp(1), "idle": True,
-            "pending_paths": 2, "watcher": {"ok": True}, "not_a_status_field": 1, **extra}
+    return {
+        "pid": os.getpid(),
+        "started_at": stamp(100),
+        "heartbeat_at": stamp(1),
+        "idle": True,
+        "pending_paths": 2,
+        "watcher": {"ok": True},
+        "not_a_status_field": 1,
+        **extra,
+    }
 
 
 def test_nothing_running(settings: Settings) -> None:

@@ -73,7 +73,7 @@ def test_a_normal_answer_is_parsed_and_the_request_is_a_json_mode_chat_completio
         f"```json\n{json.dumps(GOOD)}\n```",
         f"```\n{json.dumps(GOOD, indent=2)}\n```\n",
         f"Sure! Here is the summary you asked for:\n\n{json.dumps(GOOD)}\n\nLet me know if {{anything}} else.",
-        f"<think>The user wants {{\"title\": \"x\"}}. Fine.</think>\n{json.dumps(GOOD)}",
+        f'<think>The user wants {{"title": "x"}}. Fine.</think>\n{json.dumps(GOOD)}',
         f"Here you go: ```json {json.dumps(GOOD)} ```",
     ],
     ids=["json-fence", "bare-fence", "leading-and-trailing-prose", "think-block", "inline-fence"],
@@ -127,8 +127,16 @@ def test_an_answer_cut_off_at_max_tokens_says_so(llm: FakeLlm) -> None:
         ({**GOOD, "tags": ["a", "b", "c"]}, "$.tags", "has 3 items, at most 2 allowed"),
         ({**GOOD, "tags": ["a", 5]}, "$.tags[1]", "expected string, got integer"),
     ],
-    ids=["missing-required", "wrong-type", "bool-is-not-integer", "extra-field", "enum", "max-length",
-         "max-items", "item-type"],
+    ids=[
+        "missing-required",
+        "wrong-type",
+        "bool-is-not-integer",
+        "extra-field",
+        "enum",
+        "max-length",
+        "max-items",
+        "item-type",
+    ],
 )
 def test_schema_violations_are_bad_output_naming_the_field(
     llm: FakeLlm, answer: dict[str, Any], field: str, problem: str
@@ -142,10 +150,13 @@ def test_schema_violations_are_bad_output_naming_the_field(
 
 
 def test_schema_numbers_integers_and_nullable_types(llm: FakeLlm) -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "score": {"type": "number"},
-                                               "note": {"type": ["string", "null"]}}}
-    llm.script(ok({"n": 3.0, "score": 1, "note": None}), ok({"score": 0.5, "note": "x"}), ok({"n": 3.5}),
-               ok({"score": False}))
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "score": {"type": "number"}, "note": {"type": ["string", "null"]}},
+    }
+    llm.script(
+        ok({"n": 3.0, "score": 1, "note": None}), ok({"score": 0.5, "note": "x"}), ok({"n": 3.5}), ok({"score": False})
+    )
     client = make_client(llm.url)
     assert client.complete_json("s", "u", schema, "t") == {"n": 3.0, "score": 1, "note": None}
     assert client.complete_json("s", "u", schema, "t") == {"score": 0.5, "note": "x"}
@@ -274,8 +285,13 @@ def test_the_base_url_may_name_v1_or_not(llm: FakeLlm, suffix: str) -> None:
 
 
 def test_a_base_url_with_a_path_prefix_keeps_it() -> None:
-    assert endpoint_url("https://openrouter.ai/api/v1", "chat/completions") == "https://openrouter.ai/api/v1/chat/completions"
-    assert endpoint_url("https://openrouter.ai/api", "chat/completions") == "https://openrouter.ai/api/v1/chat/completions"
+    assert (
+        endpoint_url("https://openrouter.ai/api/v1", "chat/completions")
+        == "https://openrouter.ai/api/v1/chat/completions"
+    )
+    assert (
+        endpoint_url("https://openrouter.ai/api", "chat/completions") == "https://openrouter.ai/api/v1/chat/completions"
+    )
 
 
 def test_counters_are_exact_under_concurrent_calls() -> None:
@@ -319,9 +335,11 @@ def test_no_llm_by_default(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("toml", "missing"),
-    [('backend = "openai"\nmodel = "m"\n', "url (in dory.toml or DORY_LLM_URL)"),
-     ('backend = "openai"\nurl = "http://127.0.0.1:9"\n', "model (in dory.toml or DORY_LLM_MODEL)"),
-     ('backend = "openai"\nurl = ""\n', "url and model (in dory.toml or DORY_LLM_URL, DORY_LLM_MODEL)")],
+    [
+        ('backend = "openai"\nmodel = "m"\n', "url (in dory.toml or DORY_LLM_URL)"),
+        ('backend = "openai"\nurl = "http://127.0.0.1:9"\n', "model (in dory.toml or DORY_LLM_MODEL)"),
+        ('backend = "openai"\nurl = ""\n', "url and model (in dory.toml or DORY_LLM_URL, DORY_LLM_MODEL)"),
+    ],
 )
 def test_openai_backend_without_url_or_model_is_a_config_error_when_the_client_is_built(
     tmp_path: Path, toml: str, missing: str
@@ -333,16 +351,23 @@ def test_openai_backend_without_url_or_model_is_a_config_error_when_the_client_i
 
 
 def test_a_url_that_is_not_http_is_a_config_error(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path, '[llm]\nbackend = "openai"\nurl = "127.0.0.1:11434"\nmodel = "m"\n'),
-                             env={})
+    settings = load_settings(
+        corpus(tmp_path, '[llm]\nbackend = "openai"\nurl = "127.0.0.1:11434"\nmodel = "m"\n'), env={}
+    )
     with pytest.raises(ConfigError, match="must start with http:// or https://"):
         from_settings(settings)
 
 
 def test_environment_configures_the_client_without_contacting_it(tmp_path: Path) -> None:
     root = corpus(tmp_path, '[llm]\nmodel = "from-toml"\ntimeout_s = 9\n')
-    env = {"DORY_LLM_BACKEND": "openai", "DORY_LLM_URL": closed_port_url() + "/v1", "DORY_LLM_MODEL": "from-env",
-           "DORY_LLM_API_KEY": "sk-env", "DORY_LLM_RETRIES": "0", "DORY_LLM_TEMPERATURE": "0.5"}
+    env = {
+        "DORY_LLM_BACKEND": "openai",
+        "DORY_LLM_URL": closed_port_url() + "/v1",
+        "DORY_LLM_MODEL": "from-env",
+        "DORY_LLM_API_KEY": "sk-env",
+        "DORY_LLM_RETRIES": "0",
+        "DORY_LLM_TEMPERATURE": "0.5",
+    }
     settings = load_settings(root, env=env)
     assert (settings.llm.model, settings.llm.api_key, settings.llm.timeout_s) == ("from-env", "sk-env", 9.0)
     client = from_settings(settings)  # nothing listens at that URL: building must not connect
@@ -363,8 +388,13 @@ def test_env_api_key_reaches_the_server(tmp_path: Path, llm: FakeLlm) -> None:
 
 @pytest.mark.parametrize(
     ("toml", "problem"),
-    [("timeout_s = 0", "llm.timeout_s"), ("retries = 11", "llm.retries"), ('backend = "ollama"', "llm.backend"),
-     ("max_tokens = 0", "llm.max_tokens"), ("unknown = 1", "llm.unknown")],
+    [
+        ("timeout_s = 0", "llm.timeout_s"),
+        ("retries = 11", "llm.retries"),
+        ('backend = "ollama"', "llm.backend"),
+        ("max_tokens = 0", "llm.max_tokens"),
+        ("unknown = 1", "llm.unknown"),
+    ],
 )
 def test_invalid_llm_settings_are_config_errors_at_load(tmp_path: Path, toml: str, problem: str) -> None:
     with pytest.raises(ConfigError, match=f"invalid settings: {problem}"):

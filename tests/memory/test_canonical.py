@@ -26,10 +26,18 @@ def claim(cid: str, statement: str, kind: str = "fact", status: str = "active", 
     return Claim(cid, ENTITY, kind, statement, status, at, None, None, f"sources/semantic/{cid}.md")
 
 
-def event(cid: str, statement: str, kind: str = "fact", what: str = "added", at: str = "2024-01-01T09:00:00",
-          reason: str | None = None, ends: tuple[str, ...] = ()) -> ClaimEvent:
-    return ClaimEvent(cid, ENTITY, kind, what, statement, at, ends=ends, reason=reason,
-                      path=f"sources/semantic/{cid}-{what}.md")
+def event(
+    cid: str,
+    statement: str,
+    kind: str = "fact",
+    what: str = "added",
+    at: str = "2024-01-01T09:00:00",
+    reason: str | None = None,
+    ends: tuple[str, ...] = (),
+) -> ClaimEvent:
+    return ClaimEvent(
+        cid, ENTITY, kind, what, statement, at, ends=ends, reason=reason, path=f"sources/semantic/{cid}-{what}.md"
+    )
 
 
 def section(page: Page, name: str) -> list[str]:
@@ -48,16 +56,45 @@ def is_subsequence(small: list[str], big: list[str]) -> bool:
 # --- templates and routing ---------------------------------------------------------------------------
 
 TEMPLATES = {
-    ("person", "ana"): ("Summary", "Current Facts", "Preferences And Working Style", "Goals And Priorities",
-                        "Related Decisions And Projects"),
-    ("project", "dory"): ("Summary", "Current State", "Goals", "Open Work", "Key Decisions",
-                          "Dependencies And Related Concepts"),
-    ("concept", "rrf"): ("Summary", "Definition", "Key Claims", "Current Understanding",
-                         "Related People Projects And Decisions", "Open Questions"),
-    ("decision", "use-sqlite"): ("Decision", "Status", "Context", "Rationale", "Alternatives Considered",
-                                 "Consequences", "Related Projects And Concepts"),
-    ("core", "user"): ("Summary", "Current Facts", "Preferences And Working Style", "Goals And Priorities",
-                       "Constraints"),
+    ("person", "ana"): (
+        "Summary",
+        "Current Facts",
+        "Preferences And Working Style",
+        "Goals And Priorities",
+        "Related Decisions And Projects",
+    ),
+    ("project", "dory"): (
+        "Summary",
+        "Current State",
+        "Goals",
+        "Open Work",
+        "Key Decisions",
+        "Dependencies And Related Concepts",
+    ),
+    ("concept", "rrf"): (
+        "Summary",
+        "Definition",
+        "Key Claims",
+        "Current Understanding",
+        "Related People Projects And Decisions",
+        "Open Questions",
+    ),
+    ("decision", "use-sqlite"): (
+        "Decision",
+        "Status",
+        "Context",
+        "Rationale",
+        "Alternatives Considered",
+        "Consequences",
+        "Related Projects And Concepts",
+    ),
+    ("core", "user"): (
+        "Summary",
+        "Current Facts",
+        "Preferences And Working Style",
+        "Goals And Priorities",
+        "Constraints",
+    ),
     ("core", "identity"): ("Agent Identity", "Role", "Channels And Surfaces", "Boundaries"),
     ("core", "soul"): ("Voice", "Behavior Rules", "Banned Patterns", "Interaction Principles"),
     ("core", "env"): ("Environment", "Machines And Paths", "Secrets And Auth Notes", "Services"),
@@ -89,25 +126,88 @@ def test_unknown_family_or_kind_is_refused() -> None:
 
 
 ROUTES = [
-    ("person", "ana", {"fact": "Current Facts", "state": "Current Facts", "note": "Current Facts",
-                       "preference": "Preferences And Working Style", "decision": "Related Decisions And Projects"}),
-    ("project", "dory", {"state": "Current State", "fact": "Current State", "note": "Open Work",
-                         "decision": "Key Decisions", "preference": "Goals"}),
-    ("concept", "rrf", {"fact": "Key Claims", "state": "Current Understanding", "preference": "Current Understanding",
-                        "decision": "Current Understanding", "note": "Open Questions"}),
-    ("decision", "x", {"decision": "Decision", "fact": "Decision", "state": "Decision", "note": "Context",
-                       "preference": "Rationale"}),
-    ("core", "user", {"fact": "Current Facts", "state": "Current Facts", "note": "Current Facts",
-                      "preference": "Preferences And Working Style", "decision": "Constraints"}),
-    ("core", "identity", {"fact": "Role", "state": "Role", "preference": "Role", "decision": "Role",
-                          "note": "Boundaries"}),
+    (
+        "person",
+        "ana",
+        {
+            "fact": "Current Facts",
+            "state": "Current Facts",
+            "note": "Current Facts",
+            "preference": "Preferences And Working Style",
+            "decision": "Related Decisions And Projects",
+        },
+    ),
+    (
+        "project",
+        "dory",
+        {
+            "state": "Current State",
+            "fact": "Current State",
+            "note": "Open Work",
+            "decision": "Key Decisions",
+            "preference": "Goals",
+        },
+    ),
+    (
+        "concept",
+        "rrf",
+        {
+            "fact": "Key Claims",
+            "state": "Current Understanding",
+            "preference": "Current Understanding",
+            "decision": "Current Understanding",
+            "note": "Open Questions",
+        },
+    ),
+    (
+        "decision",
+        "x",
+        {"decision": "Decision", "fact": "Decision", "state": "Decision", "note": "Context", "preference": "Rationale"},
+    ),
+    (
+        "core",
+        "user",
+        {
+            "fact": "Current Facts",
+            "state": "Current Facts",
+            "note": "Current Facts",
+            "preference": "Preferences And Working Style",
+            "decision": "Constraints",
+        },
+    ),
+    (
+        "core",
+        "identity",
+        {"fact": "Role", "state": "Role", "preference": "Role", "decision": "Role", "note": "Boundaries"},
+    ),
     ("core", "soul", dict.fromkeys(("fact", "state", "preference", "decision", "note"), "Behavior Rules")),
-    ("core", "env", {"fact": "Environment", "state": "Environment", "preference": "Environment",
-                     "decision": "Environment", "note": "Services"}),
-    ("core", "active", {"fact": "Current Focus", "state": "Current Focus", "preference": "Current Focus",
-                        "note": "Open Loops", "decision": "Recent Changes"}),
-    ("core", "defaults", dict.fromkeys(("fact", "state", "preference", "decision", "note"),
-                                       "Default Operating Assumptions")),
+    (
+        "core",
+        "env",
+        {
+            "fact": "Environment",
+            "state": "Environment",
+            "preference": "Environment",
+            "decision": "Environment",
+            "note": "Services",
+        },
+    ),
+    (
+        "core",
+        "active",
+        {
+            "fact": "Current Focus",
+            "state": "Current Focus",
+            "preference": "Current Focus",
+            "note": "Open Loops",
+            "decision": "Recent Changes",
+        },
+    ),
+    (
+        "core",
+        "defaults",
+        dict.fromkeys(("fact", "state", "preference", "decision", "note"), "Default Operating Assumptions"),
+    ),
     ("core", "travel", dict.fromkeys(("fact", "state", "preference", "decision", "note"), "Current Facts")),
 ]
 
@@ -198,8 +298,13 @@ def test_parse_splits_a_canonical_page_into_its_parts() -> None:
 
 def test_render_of_a_canonical_page_is_byte_identical_and_round_trips() -> None:
     assert render_page(parse_page(FULL)) == FULL
-    compiled = compile_page(parse_page(FULL), "person", "ana", [claim("c1", "Likes tea", "preference")],
-                            [event("c1", "Likes tea", "preference")])
+    compiled = compile_page(
+        parse_page(FULL),
+        "person",
+        "ana",
+        [claim("c1", "Likes tea", "preference")],
+        [event("c1", "Likes tea", "preference")],
+    )
     for page in (parse_page(FULL), scaffold("person", "ana"), parse_page("# Just a title\n\nsome text\n"), compiled):
         assert parse_page(render_page(page)) == page
 
@@ -241,9 +346,11 @@ def test_crlf_input_parses_like_lf() -> None:
 
 
 def test_compile_places_active_claims_by_kind_in_claim_order() -> None:
-    claims = [claim("c2", "Prefers async updates", "preference", at="2024-02-01"),
-              claim("c3", "Leads the data team", "fact", at="2024-01-05"),
-              claim("c1", "Lives in\nLisbon", "fact", at="2024-01-05")]
+    claims = [
+        claim("c2", "Prefers async updates", "preference", at="2024-02-01"),
+        claim("c3", "Leads the data team", "fact", at="2024-01-05"),
+        claim("c1", "Lives in\nLisbon", "fact", at="2024-01-05"),
+    ]
     page = compile_page(scaffold("person", "ana"), "person", "ana", claims, [])
     assert section(page, "Current Facts") == ["- Lives in Lisbon", "- Leads the data team"]
     assert section(page, "Preferences And Working Style") == ["- Prefers async updates"]
@@ -287,8 +394,12 @@ Hand text below the marker.
     page = compile_page(parse_page(body), "person", "ana", claims, [])
     assert page.preamble == ["# Ana", "", "Preamble note."]
     assert section(page, "Summary") == ["Hand summary."]
-    assert section(page, "Current Facts") == ["Hand line between bullets.", "- Lives in Lisbon", "- Works remotely",
-                                              "- Speaks Portuguese"]
+    assert section(page, "Current Facts") == [
+        "Hand line between bullets.",
+        "- Lives in Lisbon",
+        "- Works remotely",
+        "- Speaks Portuguese",
+    ]
     assert section(page, "Extra Section") == ["Only a person wrote this."]
     assert names(page)[:3] == ["Summary", "Current Facts", "Extra Section"]
     assert page.timeline == ["- 2023-05-01: Met Ana (by hand)"]
@@ -308,32 +419,47 @@ def test_replace_swaps_the_bullet_and_logs_both_events() -> None:
     first = compile_page(scaffold("person", "ana"), "person", "ana", old, events)
     assert section(first, "Current Facts") == ["- Lives in Lisbon"]
 
-    claims = [claim("c1", "Lives in Lisbon", "state", status="superseded"),
-              claim("c2", "Lives in Porto", "state", at="2024-03-01")]
+    claims = [
+        claim("c1", "Lives in Lisbon", "state", status="superseded"),
+        claim("c2", "Lives in Porto", "state", at="2024-03-01"),
+    ]
     events = [*events, event("c2", "Lives in Porto", "state", "replaced", "2024-03-01T08:00:00", ends=("c1",))]
     second = compile_page(parse_page(render_page(first)), "person", "ana", claims, events)
     assert section(second, "Current Facts") == ["- Lives in Porto"]
-    assert second.timeline == ["- 2024-01-01: Lives in Lisbon (sources/semantic/c1-added.md)",
-                               "- 2024-03-01: Replaced: Lives in Porto (sources/semantic/c2-replaced.md)"]
+    assert second.timeline == [
+        "- 2024-01-01: Lives in Lisbon (sources/semantic/c1-added.md)",
+        "- 2024-03-01: Replaced: Lives in Porto (sources/semantic/c2-replaced.md)",
+    ]
     assert second.evidence == ["- sources/semantic/c1-added.md", "- sources/semantic/c2-replaced.md"]
 
 
 def test_retire_removes_the_bullet_and_logs_the_reason() -> None:
     claims = [claim("c1", "Uses vim", "preference", status="retired"), claim("c2", "Uses zsh", "preference")]
-    events = [event("c1", "Uses vim", "preference"), event("c2", "Uses zsh", "preference"),
-              event("r1", "Uses vim", "preference", "retired", "2024-02-02T00:00:00", reason="switched", ends=("c1",)),
-              event("r2", "Uses zsh", "preference", "retired", "2024-02-03T00:00:00", ends=("c9",))]
+    events = [
+        event("c1", "Uses vim", "preference"),
+        event("c2", "Uses zsh", "preference"),
+        event("r1", "Uses vim", "preference", "retired", "2024-02-02T00:00:00", reason="switched", ends=("c1",)),
+        event("r2", "Uses zsh", "preference", "retired", "2024-02-03T00:00:00", ends=("c9",)),
+    ]
     page = compile_page(parse_page("## Preferences And Working Style\n\n- Uses vim\n"), "person", "ana", claims, events)
     assert section(page, "Preferences And Working Style") == ["- Uses zsh"]
-    assert page.timeline[-2:] == ["- 2024-02-02: Retired: Uses vim — switched (sources/semantic/r1-retired.md)",
-                                  "- 2024-02-03: Retired: Uses zsh (sources/semantic/r2-retired.md)"]
+    assert page.timeline[-2:] == [
+        "- 2024-02-02: Retired: Uses vim — switched (sources/semantic/r1-retired.md)",
+        "- 2024-02-03: Retired: Uses zsh (sources/semantic/r2-retired.md)",
+    ]
 
 
 def test_compile_is_idempotent() -> None:
-    claims = [claim("c1", "Lives in Lisbon"), claim("c2", "Old fact", status="superseded"),
-              claim("c3", "Likes tea", "preference")]
-    events = [event("c1", "Lives in Lisbon"), event("c2", "Old fact", at="2023-01-01T00:00:00"),
-              event("c3", "Likes tea", "preference", at="2024-06-01T00:00:00")]
+    claims = [
+        claim("c1", "Lives in Lisbon"),
+        claim("c2", "Old fact", status="superseded"),
+        claim("c3", "Likes tea", "preference"),
+    ]
+    events = [
+        event("c1", "Lives in Lisbon"),
+        event("c2", "Old fact", at="2023-01-01T00:00:00"),
+        event("c3", "Likes tea", "preference", at="2024-06-01T00:00:00"),
+    ]
     once = compile_page(parse_page(FULL), "person", "ana", claims, events)
     twice = compile_page(once, "person", "ana", claims, events)
     thrice = compile_page(parse_page(render_page(twice)), "person", "ana", claims, events)
@@ -350,8 +476,9 @@ def test_compile_does_not_mutate_its_input() -> None:
 
 def test_page_without_marker_gets_one_and_keeps_its_text() -> None:
     body = "# User\n\nWho you are.\n\n## Basics\n- Name: Ana\n"
-    page = compile_page(parse_page(body), "core", "user", [claim("c1", "Lives in Lisbon")],
-                        [event("c1", "Lives in Lisbon")])
+    page = compile_page(
+        parse_page(body), "core", "user", [claim("c1", "Lives in Lisbon")], [event("c1", "Lives in Lisbon")]
+    )
     text = render_page(page)
     assert text.count(TIMELINE_MARKER) == 1
     assert text.index("- Name: Ana") < text.index("## Summary") < text.index(TIMELINE_MARKER)
@@ -371,12 +498,24 @@ def test_legacy_timeline_and_evidence_sections_move_below_the_new_marker() -> No
 def test_missing_template_sections_go_before_the_next_one_present() -> None:
     body = "## Goals And Priorities\n\ng\n\n## Summary\n\ns\n\n## Mine\n\nm\n"
     page = compile_page(parse_page(body), "person", "ana", [], [])
-    assert names(page) == ["Goals And Priorities", "Summary", "Mine", "Current Facts",
-                           "Preferences And Working Style", "Related Decisions And Projects"]
+    assert names(page) == [
+        "Goals And Priorities",
+        "Summary",
+        "Mine",
+        "Current Facts",
+        "Preferences And Working Style",
+        "Related Decisions And Projects",
+    ]
     body = "## Summary\n\ns\n\n## Mine\n\nm\n\n## Goals And Priorities\n\ng\n"
     page = compile_page(parse_page(body), "person", "ana", [], [])
-    assert names(page) == ["Summary", "Mine", "Current Facts", "Preferences And Working Style",
-                           "Goals And Priorities", "Related Decisions And Projects"]
+    assert names(page) == [
+        "Summary",
+        "Mine",
+        "Current Facts",
+        "Preferences And Working Style",
+        "Goals And Priorities",
+        "Related Decisions And Projects",
+    ]
 
 
 def test_section_names_match_case_insensitively_and_keep_their_spelling() -> None:
@@ -420,16 +559,29 @@ def test_decision_status_follows_its_claims_and_keeps_hand_lines() -> None:
 
 
 def test_timeline_sorts_by_date_carrying_undated_lines_and_dropping_duplicates() -> None:
-    page = Page(sections=[], timeline=["intro line", "- 2024-05-01: may (a)", "  continuation of may",
-                                       "- 2024-01-01: january (b)", "- undated: legacy (c)",
-                                       "- 2024-05-01: may (a)"], has_marker=True)
+    page = Page(
+        sections=[],
+        timeline=[
+            "intro line",
+            "- 2024-05-01: may (a)",
+            "  continuation of may",
+            "- 2024-01-01: january (b)",
+            "- undated: legacy (c)",
+            "- 2024-05-01: may (a)",
+        ],
+        has_marker=True,
+    )
     events = [event("c1", "March", at="2024-03-01T00:00:00"), event("c2", "odd", at="sometime")]
     out = compile_page(page, "person", "ana", [], events).timeline
-    assert out == ["intro line",
-                   "- 2024-01-01: january (b)", "- undated: legacy (c)",
-                   "- 2024-03-01: March (sources/semantic/c1-added.md)",
-                   "- undated: odd (sources/semantic/c2-added.md)",
-                   "- 2024-05-01: may (a)", "  continuation of may"]
+    assert out == [
+        "intro line",
+        "- 2024-01-01: january (b)",
+        "- undated: legacy (c)",
+        "- 2024-03-01: March (sources/semantic/c1-added.md)",
+        "- undated: odd (sources/semantic/c2-added.md)",
+        "- 2024-05-01: may (a)",
+        "  continuation of may",
+    ]
 
 
 def test_evidence_is_deduplicated_case_insensitively_in_first_seen_order() -> None:
@@ -449,8 +601,10 @@ def test_timeline_entry_format() -> None:
 
 
 def test_append_without_marker_goes_at_the_end_after_a_blank_line() -> None:
-    assert append_text("# Note\n\nfirst\n\n\n", "second\n- 2024-01-01: dated\n") == \
-        "# Note\n\nfirst\n\nsecond\n- 2024-01-01: dated\n"
+    assert (
+        append_text("# Note\n\nfirst\n\n\n", "second\n- 2024-01-01: dated\n")
+        == "# Note\n\nfirst\n\nsecond\n- 2024-01-01: dated\n"
+    )
     assert append_text("", "only\n") == "only\n"
     assert append_text("keep\n", "\n\n") == "keep\n"
 
@@ -461,9 +615,14 @@ def test_append_with_marker_splits_dated_bullets_from_the_rest() -> None:
     lines = out.split("\n")
     assert lines.index("New compiled line.") < lines.index("---") < lines.index(TIMELINE_MARKER)
     assert lines[lines.index("---") - 2] == "New compiled line."
-    timeline = lines[lines.index("## Timeline"):lines.index("## Evidence")]
-    assert timeline == ["## Timeline", "- 2024-01-01: Lives in Lisbon (sources/semantic/a.md)",
-                        "- hand-written undated line", "- 2024-07-01: Moved (sources/m.md)", ""]
+    timeline = lines[lines.index("## Timeline") : lines.index("## Evidence")]
+    assert timeline == [
+        "## Timeline",
+        "- 2024-01-01: Lives in Lisbon (sources/semantic/a.md)",
+        "- hand-written undated line",
+        "- 2024-07-01: Moved (sources/m.md)",
+        "",
+    ]
     assert is_subsequence(body.split("\n"), lines)  # nothing dropped or reordered
     assert parse_page(out).timeline[-1] == "- 2024-07-01: Moved (sources/m.md)"
 
@@ -471,8 +630,10 @@ def test_append_with_marker_splits_dated_bullets_from_the_rest() -> None:
 def test_append_creates_timeline_below_marker_when_absent() -> None:
     body = f"## Summary\n\nx\n\n{TIMELINE_MARKER}\n- 2020-01-01: orphan (o.md)\n\n## Evidence\n- o.md\n"
     out = append_text(body, "- 2024-01-01: new (n.md)")
-    assert out == (f"## Summary\n\nx\n\n{TIMELINE_MARKER}\n\n## Timeline\n- 2020-01-01: orphan (o.md)\n"
-                   "- 2024-01-01: new (n.md)\n\n## Evidence\n- o.md\n")
+    assert out == (
+        f"## Summary\n\nx\n\n{TIMELINE_MARKER}\n\n## Timeline\n- 2020-01-01: orphan (o.md)\n"
+        "- 2024-01-01: new (n.md)\n\n## Evidence\n- o.md\n"
+    )
     bare = append_text(f"x\n{TIMELINE_MARKER}\n", "- 2024-01-01: new (n.md)")
     assert bare == f"x\n{TIMELINE_MARKER}\n\n## Timeline\n- 2024-01-01: new (n.md)\n"
 
@@ -481,14 +642,18 @@ def test_append_keeps_crlf_and_fenced_dated_lines_stay_together() -> None:
     body = f"## Summary\r\n\r\nx\r\n\r\n---\r\n\r\n{TIMELINE_MARKER}\r\n\r\n## Timeline\r\n\r\n## Evidence\r\n"
     text = "```\n- 2024-01-01: inside code\n```\n"
     out = append_text(body, text)
-    assert out == (f"## Summary\r\n\r\nx\r\n\r\n```\r\n- 2024-01-01: inside code\r\n```\r\n\r\n---\r\n\r\n"
-                   f"{TIMELINE_MARKER}\r\n\r\n## Timeline\r\n\r\n## Evidence\r\n")
+    assert out == (
+        f"## Summary\r\n\r\nx\r\n\r\n```\r\n- 2024-01-01: inside code\r\n```\r\n\r\n---\r\n\r\n"
+        f"{TIMELINE_MARKER}\r\n\r\n## Timeline\r\n\r\n## Evidence\r\n"
+    )
 
 
 def test_latest_timeline_date_reads_only_below_the_marker() -> None:
-    body = (f"## Summary\n\n- 2099-01-01: above the marker does not count\n\n{TIMELINE_MARKER}\n\n## Timeline\n"
-            "- 2024-03-01: b\n- 2024-11-30: c\n- 2024-13-01: not a date\n- 2023-01-01: a\n"
-            "```\n- 2098-01-01: in code\n```\n")
+    body = (
+        f"## Summary\n\n- 2099-01-01: above the marker does not count\n\n{TIMELINE_MARKER}\n\n## Timeline\n"
+        "- 2024-03-01: b\n- 2024-11-30: c\n- 2024-13-01: not a date\n- 2023-01-01: a\n"
+        "```\n- 2098-01-01: in code\n```\n"
+    )
     assert latest_timeline_date(body) == "2024-11-30"
     assert latest_timeline_date("## Timeline\n- 2024-01-01: no marker\n") is None
     assert latest_timeline_date(f"{TIMELINE_MARKER}\n\n## Timeline\n") is None

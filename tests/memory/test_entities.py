@@ -19,12 +19,14 @@ def test_layout_names_the_families() -> None:
 
 
 def test_registry_follows_the_index(lexical_service: Callable[[dict[str, str | bytes]], DoryService]) -> None:
-    svc = lexical_service({
-        "people/ada.md": "---\ntitle: Ada Lovelace\naliases: [Countess]\n---\nx\n",
-        "people/old.md": "---\ntitle: Old Friend\nstatus: superseded\n---\nx\n",
-        "projects/engine/state.md": "---\ntitle: Analytical Engine\naliases: [Countess]\n---\nx\n",
-        "knowledge/ada.md": "# Not an entity\n",
-    })
+    svc = lexical_service(
+        {
+            "people/ada.md": "---\ntitle: Ada Lovelace\naliases: [Countess]\n---\nx\n",
+            "people/old.md": "---\ntitle: Old Friend\nstatus: superseded\n---\nx\n",
+            "projects/engine/state.md": "---\ntitle: Analytical Engine\naliases: [Countess]\n---\nx\n",
+            "knowledge/ada.md": "# Not an entity\n",
+        }
+    )
     svc.reindex(ReindexRequest())
     registry = Registry.load(svc.store.conn)
     assert [e.id for e in registry.entities] == ["person:ada", "project:engine"]  # superseded pages drop out

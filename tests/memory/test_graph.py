@@ -63,23 +63,32 @@ def edges(svc: DoryService, path: str, **options: Any) -> set[tuple[str, str, st
 def out(svc: DoryService, path: str) -> dict[str, str | None]:
     """Each explicit link's target as written → the note it resolves to now (None when broken)."""
     table = graph.names(svc.store.conn)
-    rows = svc.store.conn.execute("SELECT kind, target, target_key FROM links WHERE file_id = (SELECT id FROM files "
-                                  "WHERE path = ?) AND kind != 'mention'", (path,)).fetchall()
+    rows = svc.store.conn.execute(
+        "SELECT kind, target, target_key FROM links WHERE file_id = (SELECT id FROM files "
+        "WHERE path = ?) AND kind != 'mention'",
+        (path,),
+    ).fetchall()
     return {target: table.resolve(path, kind, target, key) for kind, target, key in rows}
 
 
 def mention_rows(svc: DoryService) -> set[tuple[str, str, int, str]]:
-    return {tuple(row) for row in svc.store.conn.execute(
-        "SELECT f.path, l.target, l.line, l.label FROM links l JOIN files f ON f.id = l.file_id "
-        "WHERE l.kind = 'mention'")}
+    return {
+        tuple(row)
+        for row in svc.store.conn.execute(
+            "SELECT f.path, l.target, l.line, l.label FROM links l JOIN files f ON f.id = l.file_id "
+            "WHERE l.kind = 'mention'"
+        )
+    }
 
 
 def all_rows(svc: DoryService) -> set[tuple]:
     links = svc.store.conn.execute(
         "SELECT f.path, l.kind, l.target, l.target_key, l.heading, l.label, l.line FROM links l "
-        "JOIN files f ON f.id = l.file_id").fetchall()
-    names = svc.store.conn.execute("SELECT f.path, n.name, n.kind FROM link_names n JOIN files f ON f.id = n.file_id "
-                                   "WHERE n.kind = 'alias'").fetchall()
+        "JOIN files f ON f.id = l.file_id"
+    ).fetchall()
+    names = svc.store.conn.execute(
+        "SELECT f.path, n.name, n.kind FROM link_names n JOIN files f ON f.id = n.file_id WHERE n.kind = 'alias'"
+    ).fetchall()
     return {tuple(row) for row in links} | {("name", *row) for row in names}
 
 
@@ -93,15 +102,24 @@ ALICE = "---\ntitle: Alice Smith\naliases: [Ali]\n---\n# Alice Smith\n"
 
 # --- resolution -----------------------------------------------------------------------------------
 
+
 def test_wikilinks_resolve_by_path_then_file_name_then_alias(build: Build) -> None:
-    svc = build({
-        "index.md": "[[Projects/Plan]]\n[[plan]]\n[[Deep Note]]\n[[nick]]\n[[b/dup]]\n[[dup]]\n[[nowhere]]\n"
-                    "[[projects/plan.md]]\n[[h#Goals|goals]]",
-        "projects/plan.md": "# Plan", "zz/plan.md": "# Other plan",
-        "a/b/c/Deep Note.md": "# Deep", "other.md": "---\naliases: [Deep Note]\n---\nnot this one",
-        "aliased.md": "---\naliases: [Nick]\n---\nbody",
-        "h.md": "# H", "x/b/dup.md": "# 1", "y/dup.md": "# 2", "w/dup.md": "# 3", "aa/dup.md": "# 4",
-    })
+    svc = build(
+        {
+            "index.md": "[[Projects/Plan]]\n[[plan]]\n[[Deep Note]]\n[[nick]]\n[[b/dup]]\n[[dup]]\n[[nowhere]]\n"
+            "[[projects/plan.md]]\n[[h#Goals|goals]]",
+            "projects/plan.md": "# Plan",
+            "zz/plan.md": "# Other plan",
+            "a/b/c/Deep Note.md": "# Deep",
+            "other.md": "---\naliases: [Deep Note]\n---\nnot this one",
+            "aliased.md": "---\naliases: [Nick]\n---\nbody",
+            "h.md": "# H",
+            "x/b/dup.md": "# 1",
+            "y/dup.md": "# 2",
+            "w/dup.md": "# 3",
+            "aa/dup.md": "# 4",
+        }
+    )
     assert out(svc, "index.md") == {
         "Projects/Plan": "projects/plan.md",  # exact path, any case
         "plan": "zz/plan.md",  # by file name anywhere: the shortest path
@@ -110,7 +128,8 @@ def test_wikilinks_resolve_by_path_then_file_name_then_alias(build: Build) -> No
         "b/dup": "x/b/dup.md",  # a partial path matches the end of a path
         "dup": "w/dup.md",  # same length: alphabetical
         "nowhere": None,
-        "projects/plan.md": "projects/plan.md", "h": "h.md",
+        "projects/plan.md": "projects/plan.md",
+        "h": "h.md",
     }
     heading = svc.links(LinkRequest(path="index.md", direction="out")).edges
     assert [(e.target, e.heading, e.label) for e in heading if e.line == 9] == [("h.md", "Goals", "goals")]
@@ -126,17 +145,28 @@ def test_paths_differing_only_in_case_resolve_to_the_alphabetically_first(build:
 
 
 def test_markdown_links_resolve_from_the_linking_notes_folder(build: Build) -> None:
-    svc = build({
-        "a/b/n.md": "[up](../x.md)\n[same](y.md)\n[root](/top.md)\n[named](elsewhere.md)\n[out](../../../z.md)\n"
-                    "[gone](../missing.md)\n[space](my%20note.md)\n[[../x]]\n[[./y]]",
-        "a/x.md": "# x", "a/b/y.md": "# y here", "y.md": "# y at the root", "top.md": "# top",
-        "q/elsewhere.md": "# e", "a/b/my note.md": "# spaced",
-    })
+    svc = build(
+        {
+            "a/b/n.md": "[up](../x.md)\n[same](y.md)\n[root](/top.md)\n[named](elsewhere.md)\n[out](../../../z.md)\n"
+            "[gone](../missing.md)\n[space](my%20note.md)\n[[../x]]\n[[./y]]",
+            "a/x.md": "# x",
+            "a/b/y.md": "# y here",
+            "y.md": "# y at the root",
+            "top.md": "# top",
+            "q/elsewhere.md": "# e",
+            "a/b/my note.md": "# spaced",
+        }
+    )
     assert out(svc, "a/b/n.md") == {
-        "../x.md": "a/x.md", "y.md": "a/b/y.md", "/top.md": "top.md",
+        "../x.md": "a/x.md",
+        "y.md": "a/b/y.md",
+        "/top.md": "top.md",
         "elsewhere.md": "q/elsewhere.md",  # not next to the note: found by file name, as Obsidian does
-        "../../../z.md": None, "../missing.md": None, "my note.md": "a/b/my note.md",
-        "../x": "a/x.md", "./y": "a/b/y.md",  # a wikilink written as a relative path is one too
+        "../../../z.md": None,
+        "../missing.md": None,
+        "my note.md": "a/b/my note.md",
+        "../x": "a/x.md",
+        "./y": "a/b/y.md",  # a wikilink written as a relative path is one too
     }
     backlinks = edges(svc, "a/x.md", direction="in")
     assert backlinks == {("a/b/n.md", "a/x.md", "markdown", 1, True), ("a/b/n.md", "a/x.md", "wikilink", 8, True)}
@@ -144,20 +174,21 @@ def test_markdown_links_resolve_from_the_linking_notes_folder(build: Build) -> N
 
 # --- incremental updates through the indexer ------------------------------------------------------
 
+
 def test_a_link_to_a_missing_note_resolves_once_the_note_exists(build: Build) -> None:
     svc = build({"src.md": "intro\n[[Later Note]]\n"})
     assert edges(svc, "src.md") == {("src.md", "Later Note", "wikilink", 2, False)}
     lint = svc.link_lint(LinkLintRequest())
     assert [(b.source, b.line, b.target, b.reason) for b in lint.broken] == [
-        ("src.md", 2, "Later Note", 'no note named "Later Note"')]
+        ("src.md", 2, "Later Note", 'no note named "Later Note"')
+    ]
     before = stamps(svc)["src.md"]
     write(svc.settings.corpus, "notes/Later Note.md", "# Later\n")
     res = reindex(svc)
     assert (res.new, res.changed) == (1, 0)
     assert stamps(svc)["src.md"] == before  # the linking note was not re-read
     assert edges(svc, "src.md") == {("src.md", "notes/Later Note.md", "wikilink", 2, True)}
-    assert edges(svc, "notes/Later Note.md", direction="in") == {
-        ("src.md", "notes/Later Note.md", "wikilink", 2, True)}
+    assert edges(svc, "notes/Later Note.md", direction="in") == {("src.md", "notes/Later Note.md", "wikilink", 2, True)}
     assert svc.link_lint(LinkLintRequest()).broken_total == 0
     (svc.settings.corpus / "notes/Later Note.md").unlink()
     reindex(svc)
@@ -211,20 +242,25 @@ def test_a_new_person_page_adds_mentions_to_notes_that_are_not_rewritten(build: 
     write(svc.settings.corpus, "people/alice-smith.md", ALICE)
     res = reindex(svc)
     assert (res.new, res.changed) == (1, 0)
-    assert mention_rows(svc) == {("journal/monday.md", "people/alice-smith.md", 3, "Alice Smith"),
-                                 ("journal/fri.md", "people/alice-smith.md", 5, "Ali")}
+    assert mention_rows(svc) == {
+        ("journal/monday.md", "people/alice-smith.md", 3, "Alice Smith"),
+        ("journal/fri.md", "people/alice-smith.md", 5, "Ali"),
+    }
     after = stamps(svc)
     assert {path: after[path] for path in before} == before
     assert edges(svc, "people/alice-smith.md", direction="in") == {
         ("journal/monday.md", "people/alice-smith.md", "mention", 3, True),
-        ("journal/fri.md", "people/alice-smith.md", "mention", 5, True)}
+        ("journal/fri.md", "people/alice-smith.md", "mention", 5, True),
+    }
     assert edges(svc, "people/alice-smith.md", direction="in", mentions=False) == set()
 
 
 def test_entity_page_renamed_retired_and_deleted(build: Build) -> None:
     svc = build({**NOTES, "people/alice-smith.md": ALICE})
-    assert {row[:2] for row in mention_rows(svc)} == {("journal/monday.md", "people/alice-smith.md"),
-                                                      ("journal/fri.md", "people/alice-smith.md")}
+    assert {row[:2] for row in mention_rows(svc)} == {
+        ("journal/monday.md", "people/alice-smith.md"),
+        ("journal/fri.md", "people/alice-smith.md"),
+    }
     move(svc, "people/alice-smith.md", "people/alice-jones.md")
     assert reindex(svc).renamed == 1
     assert {row[1] for row in mention_rows(svc)} == {"people/alice-jones.md"}
@@ -260,8 +296,15 @@ def test_entity_page_and_notes_in_one_batch_whatever_the_order(build: Build) -> 
 
 
 def test_mentions_match_a_fresh_index_after_many_changes(build: Build, tmp_path: Path) -> None:
-    svc = build({**NOTES, "people/alice-smith.md": ALICE, "projects/dory/state.md": "# Dory\n",
-                 "log.md": "Worked on dory with Bob Stone and Alice Smith\n"}, index__batch_files=2)
+    svc = build(
+        {
+            **NOTES,
+            "people/alice-smith.md": ALICE,
+            "projects/dory/state.md": "# Dory\n",
+            "log.md": "Worked on dory with Bob Stone and Alice Smith\n",
+        },
+        index__batch_files=2,
+    )
     corpus = svc.settings.corpus
     write(corpus, "people/bob-stone.md", "---\ntitle: Bob Stone\n---\n# Bob\n")
     write(corpus, "late.md", "Bob Stone met Ali about [[state]]\n")
@@ -275,21 +318,29 @@ def test_mentions_match_a_fresh_index_after_many_changes(build: Build, tmp_path:
     shutil.copytree(corpus, fresh, ignore=shutil.ignore_patterns(".dory"))
     again = build({}, name="fresh")
     assert all_rows(svc) == all_rows(again)
-    assert {row[:2] for row in mention_rows(svc)} >= {("late.md", "people/bob-stone.md"),
-                                                      ("journal/sat.md", "people/bob-stone.md"),
-                                                      ("log.md", "projects/dory/state.md")}
+    assert {row[:2] for row in mention_rows(svc)} >= {
+        ("late.md", "people/bob-stone.md"),
+        ("journal/sat.md", "people/bob-stone.md"),
+        ("log.md", "projects/dory/state.md"),
+    }
 
 
-def test_notes_written_while_entity_pages_change_agree_with_the_end_of_the_batch(build: Build,
-                                                                                tmp_path: Path) -> None:
+def test_notes_written_while_entity_pages_change_agree_with_the_end_of_the_batch(build: Build, tmp_path: Path) -> None:
     """Mid-batch the registry passes through states neither the old nor the new index has ("Sam"
     names one person only between the rewrite of sam-b and the move of sam-c); a note written then
     must not keep a mention from that moment."""
+
     def person(title: str, aliases: str) -> str:
         return f"---\ntitle: {title}\naliases: [{aliases}]\n---\n# {title}\n"
 
-    svc = build({"people/sam-a.md": person("Sam A", "Sam"), "people/sam-b.md": person("Sam B", "Sam"),
-                 "drafts/sam-c.md": person("Sam C", "Sam"), "zz.md": "nothing yet\n"})
+    svc = build(
+        {
+            "people/sam-a.md": person("Sam A", "Sam"),
+            "people/sam-b.md": person("Sam B", "Sam"),
+            "drafts/sam-c.md": person("Sam C", "Sam"),
+            "zz.md": "nothing yet\n",
+        }
+    )
     corpus = svc.settings.corpus
     write(corpus, "people/sam-b.md", person("Sam B", "Sammy"))
     write(corpus, "zz.md", "Met Sam today\n")
@@ -310,13 +361,15 @@ def test_mentions_never_point_at_a_deleted_page_even_without_the_stored_names(bu
     assert mention_rows(svc) == set()
 
 
-def test_an_entity_page_edit_that_keeps_its_names_rescans_no_note(build: Build,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_entity_page_edit_that_keeps_its_names_rescans_no_note(
+    build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
     svc = build({**NOTES, "people/alice-smith.md": ALICE})
     rescanned: list[int] = []
     real = graph._rescan_mentions
-    monkeypatch.setattr(graph, "_rescan_mentions", lambda conn, file_id, m: (rescanned.append(file_id),
-                                                                              real(conn, file_id, m)))
+    monkeypatch.setattr(
+        graph, "_rescan_mentions", lambda conn, file_id, m: (rescanned.append(file_id), real(conn, file_id, m))
+    )
     write(svc.settings.corpus, "people/alice-smith.md", ALICE + "\nLikes sailing.\n")
     assert reindex(svc).changed == 1
     assert rescanned == []
@@ -357,26 +410,40 @@ GRAPH = {
 def test_neighbors_out_in_and_both_with_depth(build: Build) -> None:
     svc = build(GRAPH)
     assert edges(svc, "a.md", direction="out") == {
-        ("a.md", "b.md", "wikilink", 2, True), ("a.md", "people/pat-lee.md", "mention", 3, True),
-        ("a.md", "x/ex.md", "wikilink", 4, True)}  # [[b]] twice: one edge, at its first line
+        ("a.md", "b.md", "wikilink", 2, True),
+        ("a.md", "people/pat-lee.md", "mention", 3, True),
+        ("a.md", "x/ex.md", "wikilink", 4, True),
+    }  # [[b]] twice: one edge, at its first line
     assert edges(svc, "a.md", direction="out", depth=2) - edges(svc, "a.md", direction="out") == {
-        ("b.md", "c.md", "wikilink", 2, True), ("x/ex.md", "far.md", "wikilink", 2, True)}
+        ("b.md", "c.md", "wikilink", 2, True),
+        ("x/ex.md", "far.md", "wikilink", 2, True),
+    }
     assert edges(svc, "a.md", direction="in") == {("e.md", "a.md", "wikilink", 2, True)}
     assert edges(svc, "c.md", direction="in", depth=2) == {
-        ("b.md", "c.md", "wikilink", 2, True), ("a.md", "b.md", "wikilink", 2, True)}
+        ("b.md", "c.md", "wikilink", 2, True),
+        ("a.md", "b.md", "wikilink", 2, True),
+    }
     assert edges(svc, "b.md", direction="both", depth=2) == {
-        ("a.md", "b.md", "wikilink", 2, True), ("b.md", "c.md", "wikilink", 2, True),
-        ("c.md", "d.md", "wikilink", 2, True), ("e.md", "a.md", "wikilink", 2, True),
-        ("a.md", "people/pat-lee.md", "mention", 3, True), ("a.md", "x/ex.md", "wikilink", 4, True)}
+        ("a.md", "b.md", "wikilink", 2, True),
+        ("b.md", "c.md", "wikilink", 2, True),
+        ("c.md", "d.md", "wikilink", 2, True),
+        ("e.md", "a.md", "wikilink", 2, True),
+        ("a.md", "people/pat-lee.md", "mention", 3, True),
+        ("a.md", "x/ex.md", "wikilink", 4, True),
+    }
 
 
 def test_neighbors_exclude_prefix_mentions_and_truncation(build: Build) -> None:
     svc = build(GRAPH)
     assert edges(svc, "a.md", direction="out", depth=2, exclude_prefix=["x/"]) == {
-        ("a.md", "b.md", "wikilink", 2, True), ("a.md", "people/pat-lee.md", "mention", 3, True),
-        ("b.md", "c.md", "wikilink", 2, True)}  # x/ex.md dropped, and far.md is not reached through it
+        ("a.md", "b.md", "wikilink", 2, True),
+        ("a.md", "people/pat-lee.md", "mention", 3, True),
+        ("b.md", "c.md", "wikilink", 2, True),
+    }  # x/ex.md dropped, and far.md is not reached through it
     assert edges(svc, "a.md", direction="out", mentions=False) == {
-        ("a.md", "b.md", "wikilink", 2, True), ("a.md", "x/ex.md", "wikilink", 4, True)}
+        ("a.md", "b.md", "wikilink", 2, True),
+        ("a.md", "x/ex.md", "wikilink", 4, True),
+    }
     full = svc.links(LinkRequest(path="b.md", direction="both", depth=3))
     capped = svc.links(LinkRequest(path="b.md", direction="both", depth=3, max_edges=2))
     assert (full.count, full.total, full.truncated) == (7, 7, False)
@@ -386,20 +453,32 @@ def test_neighbors_exclude_prefix_mentions_and_truncation(build: Build) -> None:
 
 
 def test_lint_broken_links_with_lines_and_orphans(build: Build) -> None:
-    svc = build({
-        "a.md": "ok [[b]]\n\n[[Nope]]\n```\n[[InCode]]\n```\n[bad](../../x.md)\n[gone](sub/none.md)\n",
-        "b.md": "# B\n", "lonely.md": "# Lonely\n", "self.md": "# Self\n[[self]]\n",
-        "m.md": "Pat Lee called\n", "people/pat-lee.md": "---\ntitle: Pat Lee\n---\n# Pat\n",
-        "skip/c.md": "[[Missing]]\n", "skip/alone.md": "# Alone\n",
-    })
+    svc = build(
+        {
+            "a.md": "ok [[b]]\n\n[[Nope]]\n```\n[[InCode]]\n```\n[bad](../../x.md)\n[gone](sub/none.md)\n",
+            "b.md": "# B\n",
+            "lonely.md": "# Lonely\n",
+            "self.md": "# Self\n[[self]]\n",
+            "m.md": "Pat Lee called\n",
+            "people/pat-lee.md": "---\ntitle: Pat Lee\n---\n# Pat\n",
+            "skip/c.md": "[[Missing]]\n",
+            "skip/alone.md": "# Alone\n",
+        }
+    )
     res = svc.link_lint(LinkLintRequest(exclude_prefix=["skip/"]))
     assert [(b.source, b.line, b.target, b.kind, b.reason) for b in res.broken] == [
         ("a.md", 3, "Nope", "wikilink", 'no note named "Nope"'),
         ("a.md", 7, "../../x.md", "markdown", "points outside the corpus"),
-        ("a.md", 8, "sub/none.md", "markdown", 'no note at "sub/none.md"')]
+        ("a.md", 8, "sub/none.md", "markdown", 'no note at "sub/none.md"'),
+    ]
     assert res.orphans == ["lonely.md", "self.md"]  # a link to itself connects nothing
     assert (res.files, res.edges, res.broken_total, res.orphans_total, res.truncated) == (6, 3, 3, 2, False)
     capped = svc.link_lint(LinkLintRequest(max_items=1))
-    assert (len(capped.broken), capped.broken_total, len(capped.orphans), capped.orphans_total, capped.truncated) \
-        == (1, 4, 1, 4, True)
+    assert (len(capped.broken), capped.broken_total, len(capped.orphans), capped.orphans_total, capped.truncated) == (
+        1,
+        4,
+        1,
+        4,
+        True,
+    )
     assert capped.orphans == ["lonely.md"] and capped.broken[0].target == "Nope"

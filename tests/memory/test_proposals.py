@@ -62,8 +62,11 @@ def svc(tmp_path: Path) -> Iterator[DoryService]:
     (root / "notes/meeting.md").write_text("# Meeting\n\nWe talked about engines.\n")
     service = DoryService(load_settings(root, {"embedder.backend": "none"}, env={}))
     service.reindex(ReindexRequest())
-    res = service.memory_write(MemoryWriteRequest(subject="Ada Lovelace", content="Ada wrote the first program.",
-                                                  scope="person", allow_canonical=True))
+    res = service.memory_write(
+        MemoryWriteRequest(
+            subject="Ada Lovelace", content="Ada wrote the first program.", scope="person", allow_canonical=True
+        )
+    )
     assert (res.action, res.target_path) == ("written", ADA)
     yield service
     service.close()
@@ -73,11 +76,13 @@ def root_of(svc: DoryService) -> Path:
     return Path(svc.settings.corpus)
 
 
-def propose(svc: DoryService, subject: str = "Ada Lovelace", content: str = "Ada likes tea.",
-            **kw: Any) -> ProposalCreateResponse:
+def propose(
+    svc: DoryService, subject: str = "Ada Lovelace", content: str = "Ada likes tea.", **kw: Any
+) -> ProposalCreateResponse:
     pid = kw.pop("id", None)
-    return svc.proposal_create(ProposalCreateRequest(write=MemoryWriteRequest(subject=subject, content=content, **kw),
-                                                     id=pid))
+    return svc.proposal_create(
+        ProposalCreateRequest(write=MemoryWriteRequest(subject=subject, content=content, **kw), id=pid)
+    )
 
 
 def fails(code: str, fn: Any, *args: Any) -> DoryError:
@@ -109,16 +114,24 @@ def test_create_stores_the_dry_run_and_writes_no_page(svc: DoryService) -> None:
     assert p.target_hash == sha((root / ADA).read_bytes())
     assert p.plan.preview is not None and "- Ada likes tea." in p.plan.preview
     assert "likes tea" not in page(svc)
-    assert p.risk == {"canonical_target": True, "new_page": False, "supersedes_claims": False,
-                      "retires_claims": False, "unchanged": False}
+    assert p.risk == {
+        "canonical_target": True,
+        "new_page": False,
+        "supersedes_claims": False,
+        "retires_claims": False,
+        "unchanged": False,
+    }
 
 
-@pytest.mark.parametrize(("kw", "flag"), [
-    ({"subject": "Grace Hopper", "content": "Grace found a moth.", "scope": "person"}, "new_page"),
-    ({"content": "Ada wrote the second program.", "action": "replace"}, "supersedes_claims"),
-    ({"content": "Ada wrote the first program.", "action": "forget"}, "retires_claims"),
-    ({"content": "Ada wrote the first program."}, "unchanged"),
-])
+@pytest.mark.parametrize(
+    ("kw", "flag"),
+    [
+        ({"subject": "Grace Hopper", "content": "Grace found a moth.", "scope": "person"}, "new_page"),
+        ({"content": "Ada wrote the second program.", "action": "replace"}, "supersedes_claims"),
+        ({"content": "Ada wrote the first program.", "action": "forget"}, "retires_claims"),
+        ({"content": "Ada wrote the first program."}, "unchanged"),
+    ],
+)
 def test_risk_flags(svc: DoryService, kw: dict[str, Any], flag: str) -> None:
     p = propose(svc, **kw).proposal
     assert {name for name, on in p.risk.items() if on} == {"canonical_target", flag}

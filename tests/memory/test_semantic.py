@@ -56,8 +56,12 @@ def test_person_facts_preference_change_and_forget(svc: DoryService) -> None:
     assert "Bob wrote this by hand." in above  # hand-written text survives every re-render
     assert "- Bob prefers espresso" in above and "- Bob works on the Dory project" in above
     assert "green tea" not in above and "Lisbon" not in above
-    for history in ("Bob lives in Lisbon", "Bob likes green tea", "Replaced: Bob prefers espresso",
-                    "Retired: Bob lives in Lisbon — moved away"):
+    for history in (
+        "Bob lives in Lisbon",
+        "Bob likes green tea",
+        "Replaced: Bob prefers espresso",
+        "Retired: Bob lives in Lisbon — moved away",
+    ):
         assert history in below
     assert below.count("sources/semantic/") >= 10  # each event in Timeline and Evidence
     assert "people/bob-jones.md" in bm25(svc, "espresso")  # searchable at once
@@ -143,6 +147,8 @@ def test_claims_and_registry_are_rebuilt_byte_for_byte_from_markdown(svc: DorySe
 
 
 def _events(svc: DoryService) -> list[tuple[object, ...]]:
-    rows = svc.store.conn.execute("SELECT e.claim_id, e.entity, e.kind, e.event, e.statement, e.at, e.ends, f.path "
-                                  "FROM claim_events e JOIN files f ON f.id = e.file_id ORDER BY e.at, f.path")
+    rows = svc.store.conn.execute(
+        "SELECT e.claim_id, e.entity, e.kind, e.event, e.statement, e.at, e.ends, f.path "
+        "FROM claim_events e JOIN files f ON f.id = e.file_id ORDER BY e.at, f.path"
+    )
     return [tuple(row) for row in rows]

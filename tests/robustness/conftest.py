@@ -25,8 +25,13 @@ def digest_tree(root: Path) -> dict[str, str]:
 def index_snapshot(store: IndexStore) -> dict[str, Any]:
     """What the index says about each file: its hash, frontmatter, and its chunks (lines, headings, text)."""
     files = {
-        row["path"]: {"sha256": row["sha256"], "title": row["title"], "frontmatter": json.loads(row["frontmatter"]),
-                      "frontmatter_error": row["frontmatter_error"], "chunks": []}
+        row["path"]: {
+            "sha256": row["sha256"],
+            "title": row["title"],
+            "frontmatter": json.loads(row["frontmatter"]),
+            "frontmatter_error": row["frontmatter_error"],
+            "chunks": [],
+        }
         for row in store.conn.execute("SELECT path, sha256, title, frontmatter, frontmatter_error FROM files")
     }
     for row in store.conn.execute(
@@ -34,7 +39,8 @@ def index_snapshot(store: IndexStore) -> dict[str, Any]:
         "JOIN files f ON f.id = c.file_id ORDER BY f.path, c.ordinal"
     ):
         files[row["path"]]["chunks"].append(
-            (row["ordinal"], row["start_line"], row["end_line"], json.loads(row["heading_path"]), row["text"]))
+            (row["ordinal"], row["start_line"], row["end_line"], json.loads(row["heading_path"]), row["text"])
+        )
     skipped = {row["path"]: row["reason"] for row in store.conn.execute("SELECT path, reason FROM skipped")}
     return {"files": files, "skipped": skipped}
 

@@ -26,8 +26,9 @@ NOTES = 40
 
 
 def note_text(i: int, version: int) -> str:
-    body = "\n".join(f"Paragraph {p} of note {i}, version {version}: " + "words " * (version % 7 + p)
-                     for p in range(version % 5 + 1))
+    body = "\n".join(
+        f"Paragraph {p} of note {i}, version {version}: " + "words " * (version % 7 + p) for p in range(version % 5 + 1)
+    )
     return f"---\ntitle: Note {i}\nversion: {version}\n---\n# Note {i}\n\n{body}\n\n## Tail\nend of {version}\n"
 
 
@@ -66,7 +67,7 @@ class Rewriter(threading.Thread):
                         handle.write(data[: len(data) // 2])
                         handle.flush()
                         time.sleep(0.0005)
-                        handle.write(data[len(data) // 2:])
+                        handle.write(data[len(data) // 2 :])
                 self.writes += 1
                 time.sleep(0.001)
         except BaseException as exc:  # reported by the test
@@ -104,8 +105,10 @@ def test_reindex_during_rewrites_converges_to_a_fresh_full_index(tmp_path: Path,
         full = snapshot(fresh.store)
     finally:
         fresh.close()
-    disk = {f"notes/{name}": "sha256:" + digest for name, digest in
-            ((rel.split("/", 1)[1], d) for rel, d in tree_digest(root).items())}
+    disk = {
+        f"notes/{name}": "sha256:" + digest
+        for name, digest in ((rel.split("/", 1)[1], d) for rel, d in tree_digest(root).items())
+    }
     assert {path: row["sha256"] for path, row in incremental["files"].items()} == disk
     assert incremental == full
 
@@ -134,14 +137,20 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """No inherited DORY_* settings, no model, and a private bytecode cache shared by this module's runs."""
     cache = tmp_path_factory.mktemp("cli-cache")
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DORY_") and k != "PYTHONDONTWRITEBYTECODE"}
-    clean.update(DORY_EMBEDDER_BACKEND="none", DORY_CACHE_DIR=str(cache / "dory"),
-                 PYTHONPYCACHEPREFIX=str(cache / "pycache"))
+    clean.update(
+        DORY_EMBEDDER_BACKEND="none", DORY_CACHE_DIR=str(cache / "dory"), PYTHONPYCACHEPREFIX=str(cache / "pycache")
+    )
     return clean
 
 
 def start_reindex(cmd: list[str], root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*cmd, "--corpus", str(root), "reindex", "--json", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*cmd, "--corpus", str(root), "reindex", "--json", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -164,8 +173,9 @@ def test_reindex_while_another_process_holds_the_writer_lock_is_index_locked(dor
     assert code == 6, err
     body = json.loads(out)["error"]
     assert (body["code"], body["type"]) == ("index_locked", "IndexLocked")
-    assert body["message"] == (f"the index is being written by another Dory process (pid {os.getpid()}); "
-                               "wait for it to finish or stop it")
+    assert body["message"] == (
+        f"the index is being written by another Dory process (pid {os.getpid()}); wait for it to finish or stop it"
+    )
     assert body["details"] == {"pid": str(os.getpid())}
     code, out, err = finish(start_reindex(dory_cmd, root, env))  # released: the next writer proceeds
     assert code == 0, err
@@ -185,8 +195,9 @@ def test_a_reindex_waits_for_the_lock_and_says_so(dory_cmd, tmp_path: Path, env)
     assert json.loads(out)["new"] == 3
 
 
-def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follows(dory_cmd, tmp_path: Path,
-                                                                                 env) -> None:
+def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follows(
+    dory_cmd, tmp_path: Path, env
+) -> None:
     root = make_corpus(tmp_path, 200)
     code, _, err = finish(start_reindex(dory_cmd, root, env))
     assert code == 0, err

@@ -89,8 +89,9 @@ def assert_every_note_accounted_for(ix: Indexed) -> None:
 
 
 @pytest.mark.parametrize("name", ["commonmark", "yaml_set"])
-def test_every_note_is_indexed_or_skipped_with_a_reason_and_no_byte_changes(name: str,
-                                                                           request: pytest.FixtureRequest) -> None:
+def test_every_note_is_indexed_or_skipped_with_a_reason_and_no_byte_changes(
+    name: str, request: pytest.FixtureRequest
+) -> None:
     ix: Indexed = request.getfixturevalue(name)
     assert_every_note_accounted_for(ix)
     changed = sorted(rel for rel in ix.before if ix.after.get(rel) != ix.before[rel])
@@ -111,7 +112,7 @@ def test_commonmark_chunks_lose_no_line_and_quote_the_file_exactly(commonmark: I
         covered: set[int] = set()
         for ordinal, start, end, _, text in row["chunks"]:
             covered.update(range(start, end + 1))
-            if text != "\n".join(lines[start - 1:end]):
+            if text != "\n".join(lines[start - 1 : end]):
                 misquoted.append(f"{rel}#{ordinal}")
         gone = [n for n in range(body_start + 1, len(lines) + 1) if lines[n - 1].strip() and n not in covered]
         if gone:
@@ -121,9 +122,12 @@ def test_commonmark_chunks_lose_no_line_and_quote_the_file_exactly(commonmark: I
 
 
 def test_commonmark_frontmatter_is_kept_in_the_index(commonmark: Indexed) -> None:
-    wrong = [rel for rel, row in commonmark.index["files"].items()
-             if row["frontmatter"].get("example") != int(Path(rel).name[:3])
-             or row["title"] != f"CommonMark example {int(Path(rel).name[:3])}"]
+    wrong = [
+        rel
+        for rel, row in commonmark.index["files"].items()
+        if row["frontmatter"].get("example") != int(Path(rel).name[:3])
+        or row["title"] != f"CommonMark example {int(Path(rel).name[:3])}"
+    ]
     assert not wrong, wrong[:10]
 
 
@@ -144,21 +148,40 @@ def test_commonmark_example_markdown_survives_in_the_chunks(commonmark: Indexed)
 # Where PyYAML (a YAML 1.1 parser, SafeLoader) and the YAML 1.2 test suite disagree. These are the parser's
 # limits, not Dory's code: each note is still indexed as text and listed in `status` as broken.
 PYYAML_REJECTS_VALID_MAPPING = {
-    "2SXE": "anchor on an implicit key", "3GZX": "anchor redefined", "4MUZ-00": "flow mapping over lines",
-    "4MUZ-01": "flow mapping over lines", "4MUZ-02": "flow mapping over lines", "58MP": "flow mapping key ':'",
-    "96NN-00": "tab in block scalar", "96NN-01": "tab in block scalar", "A2M4": "tab as indentation",
-    "DK95-00": "tab before value", "DK95-03": "tab before value", "DK95-04": "tab in plain scalar",
-    "Q5MG": "tab at start of flow", "VJP3-01": "flow mapping over lines", "W5VH": "anchor with ':'",
+    "2SXE": "anchor on an implicit key",
+    "3GZX": "anchor redefined",
+    "4MUZ-00": "flow mapping over lines",
+    "4MUZ-01": "flow mapping over lines",
+    "4MUZ-02": "flow mapping over lines",
+    "58MP": "flow mapping key ':'",
+    "96NN-00": "tab in block scalar",
+    "96NN-01": "tab in block scalar",
+    "A2M4": "tab as indentation",
+    "DK95-00": "tab before value",
+    "DK95-03": "tab before value",
+    "DK95-04": "tab in plain scalar",
+    "Q5MG": "tab at start of flow",
+    "VJP3-01": "flow mapping over lines",
+    "W5VH": "anchor with ':'",
     "Y79Y-001": "tab in block scalar",
 }
 SAFELOADER_REJECTS_LOCAL_TAG = {"7FWL": "!bar", "CUP7": "!local", "M5C3": "!foo", "Z67P": "!foo"}
-PYYAML_ACCEPTS_INVALID = {"DK95-01": "tab indentation", "S98Z": "block scalar indentation",
-                          "SU5Z": "comment without space", "X4QW": "comment after block scalar indicator"}
-KNOWN_CLASSIFICATION_DIFFERENCES = {**PYYAML_REJECTS_VALID_MAPPING, **SAFELOADER_REJECTS_LOCAL_TAG,
-                                    **PYYAML_ACCEPTS_INVALID}
+PYYAML_ACCEPTS_INVALID = {
+    "DK95-01": "tab indentation",
+    "S98Z": "block scalar indentation",
+    "SU5Z": "comment without space",
+    "X4QW": "comment after block scalar indicator",
+}
+KNOWN_CLASSIFICATION_DIFFERENCES = {
+    **PYYAML_REJECTS_VALID_MAPPING,
+    **SAFELOADER_REJECTS_LOCAL_TAG,
+    **PYYAML_ACCEPTS_INVALID,
+}
 # Both sides agree the note is a mapping but the values differ for reasons of the parser or of JSON.
-KNOWN_VALUE_DIFFERENCES = {"652Z": "PyYAML drops '?' from the plain key '?foo'",
-                           "565N": "!!binary becomes text in Dory, base64 in expected.jsonl"}
+KNOWN_VALUE_DIFFERENCES = {
+    "652Z": "PyYAML drops '?' from the plain key '?foo'",
+    "565N": "!!binary becomes text in Dory, base64 in expected.jsonl",
+}
 
 
 def expected_outcomes(ix: Indexed) -> dict[str, dict[str, Any]]:

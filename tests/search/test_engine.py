@@ -10,13 +10,13 @@ from dory.models import ReindexRequest, Scope, SearchRequest
 
 NOTES = {
     "people/ada.md": "---\ntitle: Ada Lovelace\ntype: person\ncanonical: true\naliases: [Countess]\n---\n"
-                     "# Ada Lovelace\n\nWrote the first program for the Analytical Engine.\n",
+    "# Ada Lovelace\n\nWrote the first program for the Analytical Engine.\n",
     "inbox/ada-capture.md": "---\ntype: capture\n---\nAda wrote the first program for the Analytical Engine.\n",
     "knowledge/engines.md": "---\ntitle: Engines\ntype: knowledge\ntags: [history, computing]\ndate: 2024-03-01\n---\n"
-                            "# Engines\n\n## Difference engine\nBabbage designed the difference engine.\n",
+    "# Engines\n\n## Difference engine\nBabbage designed the difference engine.\n",
     "knowledge/old.md": "---\ntitle: Old\nstatus: superseded\n---\nAnalytical Engine notes that are outdated.\n",
     "projects/x/state.md": "---\ntitle: X\ntype: project\nstatus: active\ndate: 2025-06-01\n---\n"
-                           "Error code E_42 appears when the engine (100%) stalls.\n",
+    "Error code E_42 appears when the engine (100%) stalls.\n",
 }
 
 
@@ -48,16 +48,19 @@ def test_aliases_are_searchable(svc) -> None:
     assert search(svc, "countess").hits[0].path == "people/ada.md"
 
 
-@pytest.mark.parametrize("scope,expected", [
-    (Scope(path="knowledge/*"), {"knowledge/engines.md"}),
-    (Scope(path="knowledge"), {"knowledge/engines.md"}),
-    (Scope(type=["project"]), {"projects/x/state.md"}),
-    (Scope(tags=["history"]), {"knowledge/engines.md"}),
-    (Scope(tags=["history", "missing"]), set()),
-    (Scope(since="2025-01-01"), {"projects/x/state.md"}),
-    (Scope(until="2024-12-31"), {"knowledge/engines.md"}),
-    (Scope(status=["active"]), {"projects/x/state.md"}),
-])
+@pytest.mark.parametrize(
+    "scope,expected",
+    [
+        (Scope(path="knowledge/*"), {"knowledge/engines.md"}),
+        (Scope(path="knowledge"), {"knowledge/engines.md"}),
+        (Scope(type=["project"]), {"projects/x/state.md"}),
+        (Scope(tags=["history"]), {"knowledge/engines.md"}),
+        (Scope(tags=["history", "missing"]), set()),
+        (Scope(since="2025-01-01"), {"projects/x/state.md"}),
+        (Scope(until="2024-12-31"), {"knowledge/engines.md"}),
+        (Scope(status=["active"]), {"projects/x/state.md"}),
+    ],
+)
 def test_scope_filters(svc, scope: Scope, expected: set[str]) -> None:
     assert {h.path for h in search(svc, "engine", scope=scope).hits} == expected
 
@@ -68,7 +71,7 @@ def test_hit_fields_line_range_heading_and_snippet(svc) -> None:
     assert hit.heading_path == ["Engines"] or hit.heading_path[0] == "Engines"
     assert "Babbage" in hit.snippet
     lines = (svc.settings.corpus / hit.path).read_text().split("\n")
-    assert any("Babbage" in line for line in lines[hit.start_line - 1:hit.end_line])
+    assert any("Babbage" in line for line in lines[hit.start_line - 1 : hit.end_line])
     assert hit.chunk_id.startswith("knowledge/engines.md#")
 
 
@@ -121,11 +124,13 @@ def test_no_sqlite_errors_leak(svc) -> None:
 
 
 def test_title_and_headings_weigh_more_than_body(lexical_service) -> None:
-    svc = lexical_service({
-        "body.md": "# Misc\n\nsome words and then quokka appears in the body of a long paragraph here.\n",
-        "title.md": "---\ntitle: Quokka\n---\nA small marsupial.\n",
-        "heading.md": "# Animals\n\n## Quokka facts\nA small marsupial living on islands.\n",
-    })
+    svc = lexical_service(
+        {
+            "body.md": "# Misc\n\nsome words and then quokka appears in the body of a long paragraph here.\n",
+            "title.md": "---\ntitle: Quokka\n---\nA small marsupial.\n",
+            "heading.md": "# Animals\n\n## Quokka facts\nA small marsupial living on islands.\n",
+        }
+    )
     svc.reindex(ReindexRequest())
     paths = [h.path for h in search(svc, "quokka").hits]
     assert paths[-1] == "body.md"

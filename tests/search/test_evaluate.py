@@ -63,11 +63,14 @@ def test_ranks_are_per_distinct_file_and_known(svc, tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize(("k", "recall"), [
-    (1, (0 + 0.5 + 0 + 1) / 4),  # only rank-1 hits count
-    (10, (1 + 0.5 + 0 + 1) / 4),  # rank 11 is outside the top 10 (and not even retrieved at depth 10)
-    (20, (1 + 0.5 + 1 + 1) / 4),
-])
+@pytest.mark.parametrize(
+    ("k", "recall"),
+    [
+        (1, (0 + 0.5 + 0 + 1) / 4),  # only rank-1 hits count
+        (10, (1 + 0.5 + 0 + 1) / 4),  # rank 11 is outside the top 10 (and not even retrieved at depth 10)
+        (20, (1 + 0.5 + 1 + 1) / 4),
+    ],
+)
 def test_recall_mrr_and_ndcg_match_hand_computation(svc, tmp_path: Path, k: int, recall: float) -> None:
     res = evaluate(svc, write_queries(tmp_path, QUERIES), k=k)
     [mode] = res.modes
@@ -96,8 +99,10 @@ def test_ndcg_never_exceeds_one_when_two_anchors_name_the_same_file(svc, tmp_pat
 
 
 def test_scope_field_limits_each_query_to_its_folder(svc, tmp_path: Path) -> None:
-    items = [{"query": "needle", "expected": ["sub/deep.md"], "scope": "sub/"},
-             {"query": "needle", "expected": ["sub/deep.md"]}]
+    items = [
+        {"query": "needle", "expected": ["sub/deep.md"], "scope": "sub/"},
+        {"query": "needle", "expected": ["sub/deep.md"]},
+    ]
     path = write_queries(tmp_path, items)
     [scoped] = evaluate(svc, path, scope_field="scope", per_query=True).modes
     assert [q.ranks for q in scoped.per_query] == [{"sub/deep.md": 1}, {"sub/deep.md": None}]  # 13th unscoped
@@ -114,8 +119,9 @@ def test_every_mode_runs_in_one_pass_and_unavailable_ones_are_skipped(svc, tmp_p
 
 
 def test_expected_list_may_be_empty(svc, tmp_path: Path) -> None:
-    path = write_queries(tmp_path, [{"query": "needle", "expected": []},
-                                    {"query": "haystack", "expected": ["other.md"]}])
+    path = write_queries(
+        tmp_path, [{"query": "needle", "expected": []}, {"query": "haystack", "expected": ["other.md"]}]
+    )
     [mode] = evaluate(svc, path).modes
     assert (mode.recall_at_k, mode.mrr_at_10, mode.ndcg_at_10) == (0.5, 0.5, 0.5)
 
@@ -129,18 +135,21 @@ def test_ndcg_helper_by_hand() -> None:
 
 
 # -- malformed query files -----------------------------------------------------------------------
-@pytest.mark.parametrize(("text", "message"), [
-    ('{"query": "a", "expected": []}\n{"query": "b", "expected": [}\n', ":2: not JSON (Expecting value)"),
-    ('\n\n{"expected": ["a.md"]}\n', ':3: each line needs a non-empty "query" string'),
-    ('{"query": "  ", "expected": ["a.md"]}\n', ':1: each line needs a non-empty "query" string'),
-    ('{"query": 7, "expected": ["a.md"]}\n', ':1: each line needs a non-empty "query" string'),
-    ('["query", "expected"]\n', ':1: each line needs a non-empty "query" string'),
-    ('{"query": "a", "expected": "a.md"}\n', ':1: "expected" must be a list of paths'),
-    ('{"query": "a"}\n', ':1: "expected" must be a list of paths'),
-    ('{"query": "a", "expected": ["a.md", 3]}\n', ':1: "expected" must be a list of paths'),
-    ("", ": no queries"),
-    ("\n  \n\n", ": no queries"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"query": "a", "expected": []}\n{"query": "b", "expected": [}\n', ":2: not JSON (Expecting value)"),
+        ('\n\n{"expected": ["a.md"]}\n', ':3: each line needs a non-empty "query" string'),
+        ('{"query": "  ", "expected": ["a.md"]}\n', ':1: each line needs a non-empty "query" string'),
+        ('{"query": 7, "expected": ["a.md"]}\n', ':1: each line needs a non-empty "query" string'),
+        ('["query", "expected"]\n', ':1: each line needs a non-empty "query" string'),
+        ('{"query": "a", "expected": "a.md"}\n', ':1: "expected" must be a list of paths'),
+        ('{"query": "a"}\n', ':1: "expected" must be a list of paths'),
+        ('{"query": "a", "expected": ["a.md", 3]}\n', ':1: "expected" must be a list of paths'),
+        ("", ": no queries"),
+        ("\n  \n\n", ": no queries"),
+    ],
+)
 def test_malformed_queries_file_is_a_usage_error_naming_the_line(tmp_path: Path, text: str, message: str) -> None:
     path = write_queries(tmp_path, text)
     with pytest.raises(UsageError) as info:

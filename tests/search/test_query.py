@@ -3,8 +3,26 @@ import pytest
 from dory.search.query import fts_match, parse_query
 
 
-@pytest.mark.parametrize("raw", ['"', '"""', "(((", "a AND", "NEAR(", "x:y", "*", "-", "^foo", "col:term",
-                                 "AND OR NOT", '"unbalanced phrase', "\u202e\u200b", "🙂", "a' OR '1'='1"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '"',
+        '"""',
+        "(((",
+        "a AND",
+        "NEAR(",
+        "x:y",
+        "*",
+        "-",
+        "^foo",
+        "col:term",
+        "AND OR NOT",
+        '"unbalanced phrase',
+        "\u202e\u200b",
+        "🙂",
+        "a' OR '1'='1",
+    ],
+)
 def test_fts_syntax_is_neutralised(raw: str) -> None:
     match = fts_match(parse_query(raw))
     if match is not None:

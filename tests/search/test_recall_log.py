@@ -21,10 +21,19 @@ Service = Callable[[dict[str, str | bytes]], DoryService]
 
 
 def hit(path: str, start: int = 1, end: int = 5, turn: bool = False) -> SearchHit:
-    return SearchHit(path=path, title=path, chunk_id=f"{path}:{start}", start_line=start, end_line=end,
-                     heading_path=[], snippet="…", evidence_class="session" if turn else "note", confidence="medium",
-                     score=1.0, turn=SessionTurn(session_id="s-1", message_id="m-0123456789ab", agent="codex",
-                                                 role="user") if turn else None)
+    return SearchHit(
+        path=path,
+        title=path,
+        chunk_id=f"{path}:{start}",
+        start_line=start,
+        end_line=end,
+        heading_path=[],
+        snippet="…",
+        evidence_class="session" if turn else "note",
+        confidence="medium",
+        score=1.0,
+        turn=SessionTurn(session_id="s-1", message_id="m-0123456789ab", agent="codex", role="user") if turn else None,
+    )
 
 
 @pytest.fixture
@@ -37,8 +46,9 @@ def log(tmp_path: Path) -> Iterator[RecallLog]:
 def events(path: Path) -> list[tuple[str, str, str, int, int, int]]:
     conn = sqlite3.connect(path)
     try:
-        return conn.execute("SELECT query_key, query, path, start_line, end_line, rank FROM recall_events "
-                            "ORDER BY id").fetchall()
+        return conn.execute(
+            "SELECT query_key, query, path, start_line, end_line, rank FROM recall_events ORDER BY id"
+        ).fetchall()
     finally:
         conn.close()
 
@@ -65,8 +75,13 @@ def test_distinct_queries_are_counted_case_and_space_insensitively(log: RecallLo
 
 
 def test_session_turn_hits_are_not_recorded_and_only_the_top_hits_are(log: RecallLog, tmp_path: Path) -> None:
-    hits = [hit("logs/sessions/codex/desk/2026-11-18-s-1.md", turn=True), hit("knowledge/a.md"),
-            hit("knowledge/b.md"), hit("knowledge/c.md", 3, 9), hit("knowledge/d.md")]
+    hits = [
+        hit("logs/sessions/codex/desk/2026-11-18-s-1.md", turn=True),
+        hit("knowledge/a.md"),
+        hit("knowledge/b.md"),
+        hit("knowledge/c.md", 3, 9),
+        hit("knowledge/d.md"),
+    ]
     log.record("which notes", hits)
     rows = events(tmp_path / "state" / "recall.sqlite")
     # The top three hits are looked at; the session turn among them is left out (ranks keep their places).
@@ -75,7 +90,10 @@ def test_session_turn_hits_are_not_recorded_and_only_the_top_hits_are(log: Recal
     log.record("more notes", hits[1:])
     rows = events(tmp_path / "state" / "recall.sqlite")
     assert [(r[2], r[3], r[4], r[5]) for r in rows[2:]] == [
-        ("knowledge/a.md", 1, 5, 1), ("knowledge/b.md", 1, 5, 2), ("knowledge/c.md", 3, 9, 3)]
+        ("knowledge/a.md", 1, 5, 1),
+        ("knowledge/b.md", 1, 5, 2),
+        ("knowledge/c.md", 3, 9, 3),
+    ]
     assert "knowledge/d.md" not in {r[2] for r in rows}
 
 
@@ -112,7 +130,10 @@ def test_frequent_orders_by_distinct_queries_then_events_then_path(log: RecallLo
         log.record(query, [hit("knowledge/a-two.md")])
     log.record("q1", [hit("knowledge/one.md")])
     assert [(r.path, r.queries, r.events) for r in log.frequent(2)] == [
-        ("knowledge/three.md", 3, 3), ("knowledge/b-two.md", 2, 3), ("knowledge/a-two.md", 2, 2)]
+        ("knowledge/three.md", 3, 3),
+        ("knowledge/b-two.md", 2, 3),
+        ("knowledge/a-two.md", 2, 2),
+    ]
     assert [r.path for r in log.frequent(2, limit=1)] == ["knowledge/three.md"]
     assert all(isinstance(r, Recalled) for r in log.frequent(1))
 
@@ -168,8 +189,10 @@ def test_record_quietly_never_raises_when_the_log_is_locked(tmp_path: Path, monk
     holder = sqlite3.connect(path, timeout=0, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
-        holder.execute("INSERT INTO recall_events(query_key, query, path, start_line, end_line, rank, at) "
-                       "VALUES ('held', 'held', 'knowledge/held.md', 1, 2, 1, 'now')")
+        holder.execute(
+            "INSERT INTO recall_events(query_key, query, path, start_line, end_line, rank, at) "
+            "VALUES ('held', 'held', 'knowledge/held.md', 1, 2, 1, 'now')"
+        )
         record_quietly(log, "borrow checker", [hit("knowledge/rust.md")])
         holder.execute("ROLLBACK")
     finally:

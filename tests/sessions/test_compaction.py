@@ -42,16 +42,29 @@ def rec(kind: str, minute: str, content: str, **extra: Any) -> dict[str, Any]:
 
 
 RECORDS: list[dict[str, Any]] = [
-    rec("user", "00:00", "The pelican deploy fails with a 401 on https://deploy.example.com/api/v2/push today.",
-        session_id=SESSION_ID, title="Fix the pelican deploy"),
-    rec("assistant", "00:05", "Let me look at the deploy script first.",
-        tool_calls=[{"name": "bash", "arguments": {"command": "cat scripts/deploy.sh"}}]),
+    rec(
+        "user",
+        "00:00",
+        "The pelican deploy fails with a 401 on https://deploy.example.com/api/v2/push today.",
+        session_id=SESSION_ID,
+        title="Fix the pelican deploy",
+    ),
+    rec(
+        "assistant",
+        "00:05",
+        "Let me look at the deploy script first.",
+        tool_calls=[{"name": "bash", "arguments": {"command": "cat scripts/deploy.sh"}}],
+    ),
     rec("tool_result", "00:06", "Error: 401 Unauthorized from push endpoint"),
     rec("user", "01:00", "I prefer tabs over spaces in every shell script."),
     rec("assistant", "01:05", "We decided to switch to token auth for the pelican deploy from now on."),
     rec("user", "02:00", "Remember that the staging cluster is called heron-7."),
-    rec("assistant", "02:05", "Updated the config file.",
-        tool_calls=[{"name": "edit", "arguments": {"file_path": "config/deploy.toml"}}]),
+    rec(
+        "assistant",
+        "02:05",
+        "Updated the config file.",
+        tool_calls=[{"name": "edit", "arguments": {"file_path": "config/deploy.toml"}}],
+    ),
     rec("user", "03:00", "We still need to rotate the old pelican token later."),
     rec("assistant", "03:05", "Noted, the zeppelin rotation is pending."),
     rec("user", "04:00", "Thanks, that is all for the marmalade today."),
@@ -66,8 +79,13 @@ GOOD_ANSWER = {
     "current_state": "  The deploy works again;\n\tthe old token still exists.  ",
     "pending_tasks": ["Rotate the old pelican token."],
 }
-EMPTY_SECTIONS = {"files_modified": ["  ", ""], "key_decisions": [], "important_values": ["\n"],
-                  "current_state": "   ", "pending_tasks": []}
+EMPTY_SECTIONS = {
+    "files_modified": ["  ", ""],
+    "key_decisions": [],
+    "important_values": ["\n"],
+    "current_state": "   ",
+    "pending_tasks": [],
+}
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -77,8 +95,11 @@ def jsonl(records: list[dict[str, Any]]) -> str:
 
 def digest(root: Path) -> dict[str, str]:
     """sha256 of every corpus file (the .dory state folder left out)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and ".dory" not in p.relative_to(root).parts}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".dory" not in p.relative_to(root).parts
+    }
 
 
 def sections(block: str) -> dict[str, list[str]]:
@@ -147,7 +168,8 @@ def make_service(template: Path, tmp_path: Path) -> Iterator[MakeService]:
         if llm is not None:
             (root / "dory.toml").write_text(
                 f'[llm]\nbackend = "openai"\nurl = "{llm.url}"\nmodel = "fake-model"\ntimeout_s = 0.3\nretries = 0\n',
-                encoding="utf-8")
+                encoding="utf-8",
+            )
         svc = DoryService(load_settings(root, {"embedder.backend": "none", **overrides}, env={}))
         services.append(svc)
         return svc
@@ -177,13 +199,19 @@ def test_render_always_has_the_five_sections_in_order_inside_the_tags() -> None:
     assert block == (
         "<continuation_summary>\n## Files Modified\n- (none)\n## Key Decisions\n- (none)\n"
         "## Important Values\n- https://example.com/x\n## Current State\n- (none)\n## Pending Tasks\n- ship it\n"
-        "</continuation_summary>")
+        "</continuation_summary>"
+    )
     assert sections(compaction.render(Parts(), 50)) == {title: [] for title in SECTIONS}
 
 
 def test_render_trims_state_then_decisions_then_pending_then_files_and_values_last() -> None:
-    parts = Parts(files=["a.py"], decisions=["d1 d2 d3", "d4 d5"], values=["v1 v2 v3", "v4 v5"],
-                  state=["s1 s2 s3 s4", "s5 s6"], pending=["p1 p2"])
+    parts = Parts(
+        files=["a.py"],
+        decisions=["d1 d2 d3", "d4 d5"],
+        values=["v1 v2 v3", "v4 v5"],
+        state=["s1 s2 s3 s4", "s5 s6"],
+        pending=["p1 p2"],
+    )
     # The whole block counts: 2 tags + 5 three-word headings + a "-" per item, "- (none)" for an empty section.
     full = 17 + (1 + 1) + (3 + 2 + 2) + (3 + 2 + 2) + (4 + 2 + 2) + (2 + 1)
     assert len(compaction.render(parts, full).split()) == full == 44
@@ -194,7 +222,10 @@ def test_render_trims_state_then_decisions_then_pending_then_files_and_values_la
     assert (got["Key Decisions"], got["Pending Tasks"], got["Files Modified"]) == ([], ["p1 p2"], ["a.py"])
     got = sections(compaction.render(parts, 32))
     assert (got["Pending Tasks"], got["Files Modified"], got["Important Values"]) == (
-        [], ["a.py"], ["v1 v2 v3", "v4 v5"])
+        [],
+        ["a.py"],
+        ["v1 v2 v3", "v4 v5"],
+    )
     got = sections(compaction.render(parts, 31))
     assert (got["Files Modified"], got["Important Values"]) == ([], ["v1 v2 v3"])  # exact values go last
     assert sections(compaction.render(parts, 10)) == {title: [] for title in SECTIONS}
@@ -210,8 +241,12 @@ def test_the_rendered_block_stays_within_the_word_cap() -> None:
 # -- extraction -------------------------------------------------------------------------------------
 TURNS = [
     msg("m-1", "user", "**Alice**: The pelican deploy fails on https://deploy.example.com/push today."),
-    msg("m-2", "assistant", "Let me look at the script.\n\nTool calls:\n- bash: ./deploy.sh --dry-run\n"
-                            "- edit: scripts/deploy.sh\n- read: README.md"),
+    msg(
+        "m-2",
+        "assistant",
+        "Let me look at the script.\n\nTool calls:\n- bash: ./deploy.sh --dry-run\n"
+        "- edit: scripts/deploy.sh\n- read: README.md",
+    ),
     msg("m-3", "tool", "Traceback (most recent call last):\nPermissionError: [Errno 13] Permission denied"),
     msg("m-4", "assistant", "We decided to keep the bash script instead of a Makefile. See docs/deploy.md for it."),
     msg("m-5", "user", "We still need to update the runbook later."),
@@ -223,9 +258,13 @@ def test_extractive_fills_the_sections_from_the_turns() -> None:
     parts = compaction.extractive(TURNS, 400)
     assert parts.files == ["scripts/deploy.sh"]  # from the edit call; a read call is no modification
     assert parts.decisions == ["We decided to keep the bash script instead of a Makefile."]
-    assert parts.values == ["https://deploy.example.com/push", "./deploy.sh --dry-run",
-                            "Traceback (most recent call last):", "PermissionError: [Errno 13] Permission denied",
-                            "docs/deploy.md"]
+    assert parts.values == [
+        "https://deploy.example.com/push",
+        "./deploy.sh --dry-run",
+        "Traceback (most recent call last):",
+        "PermissionError: [Errno 13] Permission denied",
+        "docs/deploy.md",
+    ]
     assert parts.pending == ["We still need to update the runbook later."]
     # Current State: central sentences the other sections did not take, with their speaker.
     assert "Alice: The pelican deploy fails on https://deploy.example.com/push today." in parts.state
@@ -234,16 +273,20 @@ def test_extractive_fills_the_sections_from_the_turns() -> None:
 
 
 def test_extractive_pending_comes_from_the_second_half_only() -> None:
-    turns = [msg("m-1", "user", "We still need to migrate the database schema."),
-             msg("m-2", "assistant", "The schema migration finished without problems."),
-             msg("m-3", "user", "Then the next step is the backup policy."),
-             msg("m-4", "assistant", "The backup policy document is drafted.")]
+    turns = [
+        msg("m-1", "user", "We still need to migrate the database schema."),
+        msg("m-2", "assistant", "The schema migration finished without problems."),
+        msg("m-3", "user", "Then the next step is the backup policy."),
+        msg("m-4", "assistant", "The backup policy document is drafted."),
+    ]
     assert compaction.extractive(turns).pending == ["Then the next step is the backup policy."]
 
 
 def test_extractive_state_fills_only_the_words_the_other_sections_leave() -> None:
-    chatter = [msg(f"m-{n}", "user" if n % 2 else "assistant", f"Crane{n} moved box{n} to quay{n} before noon{n}.")
-               for n in range(40)]
+    chatter = [
+        msg(f"m-{n}", "user" if n % 2 else "assistant", f"Crane{n} moved box{n} to quay{n} before noon{n}.")
+        for n in range(40)
+    ]
     for cap in (60, 120, 400):
         parts = compaction.extractive(chatter, cap)
         assert parts.state, cap
@@ -260,10 +303,12 @@ def test_extractive_of_nothing_is_empty() -> None:
 def test_llm_input_lists_the_turns_with_ids_and_the_previous_summary_first() -> None:
     turns = [msg("m-1", "user", "hello there"), msg("m-2", "assistant", "hi, how can I help?")]
     assert compaction.llm_input(turns, None) == (
-        "Transcript:\n[m-1] user: hello there\n\n[m-2] assistant: hi, how can I help?")
+        "Transcript:\n[m-1] user: hello there\n\n[m-2] assistant: hi, how can I help?"
+    )
     assert compaction.llm_input(turns, "<continuation_summary>old</continuation_summary>") == (
         "Previous summary:\n<continuation_summary>old</continuation_summary>\n\n"
-        "Transcript:\n[m-1] user: hello there\n\n[m-2] assistant: hi, how can I help?")
+        "Transcript:\n[m-1] user: hello there\n\n[m-2] assistant: hi, how can I help?"
+    )
 
 
 def test_llm_input_keeps_the_newest_text_when_too_long() -> None:
@@ -283,9 +328,13 @@ def test_from_llm_normalises_whitespace_drops_duplicates_and_blanks_and_caps() -
         "pending_tasks": [f"task {n}" for n in range(20)],
     }
     parts = compaction.from_llm(answer)
-    assert parts == Parts(files=["src/a.py", "src/b.py"], decisions=["Use token auth"],
-                          values=["x" * compaction.ITEM_CHARS], state=["Deploy works now."],
-                          pending=[f"task {n}" for n in range(compaction.ITEMS_PER_SECTION)])
+    assert parts == Parts(
+        files=["src/a.py", "src/b.py"],
+        decisions=["Use token auth"],
+        values=["x" * compaction.ITEM_CHARS],
+        state=["Deploy works now."],
+        pending=[f"task {n}" for n in range(compaction.ITEMS_PER_SECTION)],
+    )
     assert compaction.is_empty(compaction.from_llm(EMPTY_SECTIONS))
     assert not compaction.is_empty(parts)
 
@@ -308,8 +357,12 @@ def test_durable_facts_are_user_preferences_notes_and_decisions() -> None:
     ]
     assert [(f.kind, f.subject, f.content, f.message_id) for f in compaction.durable_facts(turns)] == [
         ("preference", "user", "I prefer dark mode in every editor.", "m-1"),
-        ("decision", "After the review we decided to drop Python",
-         "After the review we decided to drop Python 3.9 support, finally.", "m-4"),
+        (
+            "decision",
+            "After the review we decided to drop Python",
+            "After the review we decided to drop Python 3.9 support, finally.",
+            "m-4",
+        ),
         ("fact", "user", "Remember that the staging cluster is heron-7.", "m-5"),
         ("decision", "We agreed on the plan today", "We agreed on the plan today.", "m-8"),
     ]
@@ -322,13 +375,20 @@ def test_durable_facts_keep_the_latest_ten() -> None:
 
 
 def test_summary_file_is_frontmatter_then_the_block() -> None:
-    text = compaction.summary_file("s-1", "m-9", "llm", "<continuation_summary>\nx\n</continuation_summary>",
-                                   {"messages_before": 10, "tokens_before": 200, "tokens_after": 50},
-                                   "2026-11-21T10:00:00Z")
-    assert text == ('---\ntype: "session_summary"\nsession_id: "s-1"\ncovers_through: "m-9"\nmethod: "llm"\n'
-                    'created: "2026-11-21T10:00:00Z"\nmessages_before: 10\ntokens_before: 200\ntokens_after: 50\n'
-                    "---\n\n<continuation_summary>\nx\n</continuation_summary>\n")
-    assert 'covers_through: null\n' in compaction.summary_file("s", None, "extractive", "b", {}, "t")
+    text = compaction.summary_file(
+        "s-1",
+        "m-9",
+        "llm",
+        "<continuation_summary>\nx\n</continuation_summary>",
+        {"messages_before": 10, "tokens_before": 200, "tokens_after": 50},
+        "2026-11-21T10:00:00Z",
+    )
+    assert text == (
+        '---\ntype: "session_summary"\nsession_id: "s-1"\ncovers_through: "m-9"\nmethod: "llm"\n'
+        'created: "2026-11-21T10:00:00Z"\nmessages_before: 10\ntokens_before: 200\ntokens_after: 50\n'
+        "---\n\n<continuation_summary>\nx\n</continuation_summary>\n"
+    )
+    assert "covers_through: null\n" in compaction.summary_file("s", None, "extractive", "b", {}, "t")
 
 
 # -- SessionService.compact without a model ---------------------------------------------------------
@@ -338,7 +398,12 @@ def test_compact_flushes_facts_then_writes_the_summary_next_to_the_transcript(ma
     turn_ids = ids(svc)
     res = compact(svc, retain=2)
     assert (res.session_id, res.path, res.summary_path, res.method, res.dry_run) == (
-        SESSION_ID, TRANSCRIPT, SUMMARY, "extractive", False)
+        SESSION_ID,
+        TRANSCRIPT,
+        SUMMARY,
+        "extractive",
+        False,
+    )
     assert (res.messages_before, res.messages_after, res.llm, res.proposals_existing) == (10, 3, None, 0)
     assert res.tokens_before > 0 and res.tokens_after > 0 and res.words == len(res.summary.split())
     assert res.warnings == []
@@ -347,29 +412,43 @@ def test_compact_flushes_facts_then_writes_the_summary_next_to_the_transcript(ma
     assert got["Files Modified"] == ["config/deploy.toml"]
     assert got["Key Decisions"] == [DECISION]
     assert got["Pending Tasks"] == ["We still need to rotate the old pelican token later."]
-    assert {"https://deploy.example.com/api/v2/push", "cat scripts/deploy.sh",
-            "Error: 401 Unauthorized from push endpoint"} <= set(got["Important Values"])
+    assert {
+        "https://deploy.example.com/api/v2/push",
+        "cat scripts/deploy.sh",
+        "Error: 401 Unauthorized from push endpoint",
+    } <= set(got["Important Values"])
     assert got["Current State"]
     assert "zeppelin" not in res.summary and "marmalade" not in res.summary  # the two retained messages
 
     text = (root / SUMMARY).read_text(encoding="utf-8")
     assert text.endswith(f"\n\n{res.summary}\n")
     meta = summary_meta(text)
-    assert {k: meta[k] for k in ("type", "session_id", "covers_through", "method", "messages_before",
-                                 "tokens_before", "tokens_after")} == {
-        "type": "session_summary", "session_id": SESSION_ID, "covers_through": turn_ids[7], "method": "extractive",
-        "messages_before": 10, "tokens_before": res.tokens_before, "tokens_after": res.tokens_after}
+    assert {
+        k: meta[k]
+        for k in ("type", "session_id", "covers_through", "method", "messages_before", "tokens_before", "tokens_after")
+    } == {
+        "type": "session_summary",
+        "session_id": SESSION_ID,
+        "covers_through": turn_ids[7],
+        "method": "extractive",
+        "messages_before": 10,
+        "tokens_before": res.tokens_before,
+        "tokens_after": res.tokens_after,
+    }
     assert svc.sessions.show(SESSION_ID).summary == text
 
     # One proposal per durable fact, each pointing at the message it came from.
     files = proposal_files(root)
     assert sorted(files) == sorted(f"{pid}.json" for pid in res.proposals) and len(files) == 3
     writes = sorted((json.loads(data)["write"] for data in files.values()), key=lambda w: w["source"])
-    assert [(w["kind"], w["subject"], w["content"], w["source"]) for w in writes] == sorted([
-        ("preference", "user", PREFERENCE, f"{TRANSCRIPT}#{turn_ids[3]}"),
-        ("decision", "We decided to switch to token auth for", DECISION, f"{TRANSCRIPT}#{turn_ids[4]}"),
-        ("fact", "user", REMEMBER, f"{TRANSCRIPT}#{turn_ids[5]}"),
-    ], key=lambda w: w[3])
+    assert [(w["kind"], w["subject"], w["content"], w["source"]) for w in writes] == sorted(
+        [
+            ("preference", "user", PREFERENCE, f"{TRANSCRIPT}#{turn_ids[3]}"),
+            ("decision", "We decided to switch to token auth for", DECISION, f"{TRANSCRIPT}#{turn_ids[4]}"),
+            ("fact", "user", REMEMBER, f"{TRANSCRIPT}#{turn_ids[5]}"),
+        ],
+        key=lambda w: w[3],
+    )
 
 
 def test_compact_again_proposes_nothing_new(make_service: MakeService) -> None:
@@ -406,7 +485,8 @@ def test_retain_keeps_the_last_messages_out_of_the_summary(make_service: MakeSer
     assert (res.messages_before, res.messages_after) == (10, retain + 1)
     covered = 10 - retain
     assert summary_meta((svc.settings.corpus / SUMMARY).read_text())["covers_through"] == (
-        turn_ids[covered - 1] if covered else None)
+        turn_ids[covered - 1] if covered else None
+    )
     assert ("marmalade" in res.summary) == (retain == 0)
 
 
@@ -485,32 +565,45 @@ def test_facts_are_proposed_before_the_model_is_asked(make_service: MakeService,
 
 
 FAILURES = {
-    "empty": (empty(), "LLM model 'fake-model' (task 'compaction') answered with an empty message",
-              {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried": 0}),
-    "malformed": (malformed(),
-                  "LLM model 'fake-model' (task 'compaction') did not answer with a JSON object: this is not json {",
-                  {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0}),
-    "empty-sections": (ok(EMPTY_SECTIONS), "compaction: the model returned only empty sections",
-                       {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried": 0}),
-    "timeout": (slow(2.0, then=ok(GOOD_ANSWER)),
-                "LLM endpoint {endpoint} (model 'fake-model', task 'compaction') timed out after 0.3 s; tried 1 times",
-                {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0}),
-    "http-500": (status(500, "boom"),
-                 "LLM endpoint {endpoint} (model 'fake-model', task 'compaction') answered HTTP 500 (tried 1 times): "
-                 "boom", {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0}),
+    "empty": (
+        empty(),
+        "LLM model 'fake-model' (task 'compaction') answered with an empty message",
+        {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried": 0},
+    ),
+    "malformed": (
+        malformed(),
+        "LLM model 'fake-model' (task 'compaction') did not answer with a JSON object: this is not json {",
+        {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0},
+    ),
+    "empty-sections": (
+        ok(EMPTY_SECTIONS),
+        "compaction: the model returned only empty sections",
+        {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried": 0},
+    ),
+    "timeout": (
+        slow(2.0, then=ok(GOOD_ANSWER)),
+        "LLM endpoint {endpoint} (model 'fake-model', task 'compaction') timed out after 0.3 s; tried 1 times",
+        {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0},
+    ),
+    "http-500": (
+        status(500, "boom"),
+        "LLM endpoint {endpoint} (model 'fake-model', task 'compaction') answered HTTP 500 (tried 1 times): boom",
+        {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0},
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(FAILURES))
-def test_a_failed_model_keeps_the_previous_summary_byte_for_byte(make_service: MakeService, llm: FakeLlm,
-                                                                 case: str) -> None:
+def test_a_failed_model_keeps_the_previous_summary_byte_for_byte(
+    make_service: MakeService, llm: FakeLlm, case: str
+) -> None:
     reply, problem, counters = FAILURES[case]
     svc = make_service(llm)
     llm.script(ok(GOOD_ANSWER), reply)
     assert compact(svc, retain=2).method == "llm"
     file = svc.settings.corpus / SUMMARY
     before = file.read_bytes()
-    previous = before.decode()[before.decode().index(OPEN):].rstrip("\n")
+    previous = before.decode()[before.decode().index(OPEN) :].rstrip("\n")
     res = compact(svc, retain=1)
     assert file.read_bytes() == before
     assert (res.method, res.summary) == ("kept_previous", previous)
@@ -521,8 +614,9 @@ def test_a_failed_model_keeps_the_previous_summary_byte_for_byte(make_service: M
 
 
 @pytest.mark.parametrize("case", list(FAILURES))
-def test_a_failed_model_without_a_previous_summary_falls_back_to_extraction(make_service: MakeService,
-                                                                            llm: FakeLlm, case: str) -> None:
+def test_a_failed_model_without_a_previous_summary_falls_back_to_extraction(
+    make_service: MakeService, llm: FakeLlm, case: str
+) -> None:
     reply, problem, counters = FAILURES[case]
     svc = make_service(llm)
     llm.script(reply)

@@ -19,12 +19,17 @@ TOPIC = [
 
 # -- sentences and words --------------------------------------------------------------------------
 def test_sentences_split_on_punctuation_and_newlines_and_skip_fences_and_fragments() -> None:
-    text = ("First we read the config file. Then we ran it again!\n"
-            "```python\nprint('Inside the fence. Never a sentence.')\n```\n"
-            "Short one.\n1234567890123\nDid the second run work as expected?")
+    text = (
+        "First we read the config file. Then we ran it again!\n"
+        "```python\nprint('Inside the fence. Never a sentence.')\n```\n"
+        "Short one.\n1234567890123\nDid the second run work as expected?"
+    )
     got = extract.sentences([("assistant", text)])
-    assert [s.text for s in got] == ["First we read the config file.", "Then we ran it again!",
-                                     "Did the second run work as expected?"]
+    assert [s.text for s in got] == [
+        "First we read the config file.",
+        "Then we ran it again!",
+        "Did the second run work as expected?",
+    ]
     assert {(s.turn, s.role, s.speaker) for s in got} == {(0, "assistant", None)}
 
 
@@ -34,26 +39,30 @@ def test_an_unclosed_fence_hides_the_rest_of_the_turn() -> None:
 
 
 def test_sentences_keep_their_turn_index_and_collapse_whitespace() -> None:
-    got = extract.sentences([("user", "one  two\tthree  four five."), ("tool", "x"),
-                             ("assistant", "  padded   sentence   with spaces  ")])
-    assert [(s.turn, s.role, s.text) for s in got] == [(0, "user", "one two three four five."),
-                                                       (2, "assistant", "padded sentence with spaces")]
+    got = extract.sentences(
+        [("user", "one  two\tthree  four five."), ("tool", "x"), ("assistant", "  padded   sentence   with spaces  ")]
+    )
+    assert [(s.turn, s.role, s.text) for s in got] == [
+        (0, "user", "one two three four five."),
+        (2, "assistant", "padded sentence with spaces"),
+    ]
 
 
 @pytest.mark.parametrize(
     ("text", "speaker", "first"),
     [
-        ("**Alice** (10:02): We should ship the release on Monday.", "Alice",
-         "We should ship the release on Monday."),
+        ("**Alice** (10:02): We should ship the release on Monday.", "Alice", "We should ship the release on Monday."),
         ("Bob: I will review the migration tomorrow.", "Bob", "I will review the migration tomorrow."),
-        ("**Dr. Grace Hopper**: Compilers are worth the effort.", "Dr. Grace Hopper",
-         "Compilers are worth the effort."),
+        (
+            "**Dr. Grace Hopper**: Compilers are worth the effort.",
+            "Dr. Grace Hopper",
+            "Compilers are worth the effort.",
+        ),
         ("We should ship the release on Monday.", None, "We should ship the release on Monday."),
         ("the lowercase: line is not a speaker tag.", None, "the lowercase: line is not a speaker tag."),
     ],
 )
-def test_a_turn_that_names_its_speaker_attributes_every_sentence(text: str, speaker: str | None,
-                                                                  first: str) -> None:
+def test_a_turn_that_names_its_speaker_attributes_every_sentence(text: str, speaker: str | None, first: str) -> None:
     got = extract.sentences([("user", text + " A second sentence follows here.")])
     assert [s.speaker for s in got] == [speaker, speaker]
     assert got[0].text == first
@@ -62,7 +71,13 @@ def test_a_turn_that_names_its_speaker_attributes_every_sentence(text: str, spea
 
 def test_words_drop_stop_words_single_letters_and_case() -> None:
     assert extract.words("The Pelican's deploy isn't a b c Running-FAST 42, yeah okay") == [
-        "pelican's", "deploy", "isn't", "running", "fast", "42"]
+        "pelican's",
+        "deploy",
+        "isn't",
+        "running",
+        "fast",
+        "42",
+    ]
     assert extract.words("it is what it is") == []
 
 
@@ -92,49 +107,60 @@ def test_central_never_picks_a_sentence_without_content_words() -> None:
 
 
 # -- cues -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text", [
-    "We decided to keep SQLite for the index.",
-    "Let's go with the blue theme for now.",
-    "We'll use Postgres for the event store.",
-    "I settled on weekly releases after the retro.",
-    "Switched to ruff instead of flake8 last week.",
-    "From now on every change needs a changelog entry.",
-    "The plan is to merge on Friday morning.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We decided to keep SQLite for the index.",
+        "Let's go with the blue theme for now.",
+        "We'll use Postgres for the event store.",
+        "I settled on weekly releases after the retro.",
+        "Switched to ruff instead of flake8 last week.",
+        "From now on every change needs a changelog entry.",
+        "The plan is to merge on Friday morning.",
+    ],
+)
 def test_decision_cues(text: str) -> None:
     assert extract.DECISION.search(text)
 
 
-@pytest.mark.parametrize("text", [
-    "- [ ] write the migration",
-    "TODO write the migration script",
-    "We still need to rotate the keys.",
-    "Next steps are the docs and the release.",
-    "The docs are not yet updated.",
-    "I will check the logs tomorrow.",
-    "Follow-up with the vendor about pricing.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- [ ] write the migration",
+        "TODO write the migration script",
+        "We still need to rotate the keys.",
+        "Next steps are the docs and the release.",
+        "The docs are not yet updated.",
+        "I will check the logs tomorrow.",
+        "Follow-up with the vendor about pricing.",
+    ],
+)
 def test_pending_cues(text: str) -> None:
     assert extract.PENDING.search(text)
 
 
-@pytest.mark.parametrize("text", ["The tests pass on every platform.", "Here is the diff you asked for.",
-                                  "Thanks, that looks right to me."])
+@pytest.mark.parametrize(
+    "text", ["The tests pass on every platform.", "Here is the diff you asked for.", "Thanks, that looks right to me."]
+)
 def test_plain_statements_are_neither_decisions_nor_pending(text: str) -> None:
     assert not extract.DECISION.search(text) and not extract.PENDING.search(text)
 
 
 def test_cued_keeps_the_latest_matches_once_each() -> None:
-    items = extract.sentences([
-        ("user", "We decided to use Redis for caching."),
-        ("assistant", "Nothing to decide in this sentence here."),
-        ("user", "WE DECIDED TO USE REDIS FOR CACHING."),  # the same decision again, other case
-        ("assistant", "We agreed on a two week sprint."),
-        ("user", "Going with the managed database instead."),
-    ])
+    items = extract.sentences(
+        [
+            ("user", "We decided to use Redis for caching."),
+            ("assistant", "Nothing to decide in this sentence here."),
+            ("user", "WE DECIDED TO USE REDIS FOR CACHING."),  # the same decision again, other case
+            ("assistant", "We agreed on a two week sprint."),
+            ("user", "Going with the managed database instead."),
+        ]
+    )
     assert [s.turn for s in extract.cued(items, extract.DECISION, 10)] == [0, 3, 4]
     assert [s.text for s in extract.cued(items, extract.DECISION, 2)] == [
-        "We agreed on a two week sprint.", "Going with the managed database instead."]
+        "We agreed on a two week sprint.",
+        "Going with the managed database instead.",
+    ]
 
 
 # -- exact values -----------------------------------------------------------------------------------
@@ -146,8 +172,15 @@ def test_values_copy_urls_ids_errors_and_commands_verbatim_first_seen_first() ->
         "$ pytest -q tests/test_a.py\nok",
         "see https://example.com/a/b?x=1&y=2 again",  # a duplicate
     ]
-    calls = ["bash: git status --short", "Shell: make lint", "edit: src/app/main.py", "write: notes.txt",
-             "str_replace_editor: docs/guide.md", "read: README.md", "create: scratch buffer"]
+    calls = [
+        "bash: git status --short",
+        "Shell: make lint",
+        "edit: src/app/main.py",
+        "write: notes.txt",
+        "str_replace_editor: docs/guide.md",
+        "read: README.md",
+        "create: scratch buffer",
+    ]
     got = extract.values(texts, calls, 12)
     assert got == {
         "files": ["src/app/main.py", "notes.txt", "docs/guide.md", "scratch"],
@@ -170,10 +203,17 @@ def test_values_stop_at_the_limit() -> None:
 
 
 def test_paths_in_prose_with_line_numbers_relative_and_bare_but_not_urls() -> None:
-    text = ("look at dory/sessions/extract.py:12 and ./a/b.txt and ~/notes/todo.md, then README.md "
-            "and https://example.com/a/b.md and pyproject.toml; version 1.2 is no path")
+    text = (
+        "look at dory/sessions/extract.py:12 and ./a/b.txt and ~/notes/todo.md, then README.md "
+        "and https://example.com/a/b.md and pyproject.toml; version 1.2 is no path"
+    )
     assert extract.paths_in([text, "README.md again"], 12) == [
-        "dory/sessions/extract.py:12", "./a/b.txt", "~/notes/todo.md", "README.md", "pyproject.toml"]
+        "dory/sessions/extract.py:12",
+        "./a/b.txt",
+        "~/notes/todo.md",
+        "README.md",
+        "pyproject.toml",
+    ]
 
 
 # -- bugs -------------------------------------------------------------------------------------------
@@ -184,4 +224,5 @@ def test_issue_references_are_ids() -> None:
 def test_a_todo_label_at_the_start_of_a_turn_is_still_a_pending_task() -> None:
     items = extract.sentences([("user", "TODO: add retries to the uploader module")])
     assert [s.attributed() for s in extract.cued(items, extract.PENDING, 5)] == [
-        "TODO: add retries to the uploader module"]
+        "TODO: add retries to the uploader module"
+    ]

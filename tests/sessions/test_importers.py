@@ -44,17 +44,20 @@ def test_detect_format_from_content(path: Path, fmt: str) -> None:
     assert detect_format(path.read_bytes(), "/tmp/renamed.jsonl") == fmt
 
 
-@pytest.mark.parametrize(("data", "path", "fmt"), [
-    (b"---\ntitle: x\n---\n\n## user \xc2\xb7 m-0123456789ab\n\nhi\n", None, "markdown"),
-    (b"## user \xc2\xb7 m-0123456789ab\n\nhi\n", "x.md", "markdown"),
-    (b'{"type": "user", "content": "hi"}\n', None, "jsonl"),
-    (b'{"foo": 1}\n', "/home/u/.codex/sessions/2026/11/21/x.jsonl", "codex"),
-    (b'{"foo": 1}\n', "/home/u/.claude/projects/p/x.jsonl", "claude-code"),
-    (b'{"foo": 1}\n', "rollout-2026-01-01.jsonl", "codex"),
-    (b'{"id": "abc", "timestamp": "2025-05-01T10:00:00Z", "instructions": null}\n', None, "codex"),
-    (b'\xef\xbb\xbf{"type":"summary","summary":"t","leafUuid":"u"}\n', None, "claude-code"),
-    (b"", None, "markdown"),
-])
+@pytest.mark.parametrize(
+    ("data", "path", "fmt"),
+    [
+        (b"---\ntitle: x\n---\n\n## user \xc2\xb7 m-0123456789ab\n\nhi\n", None, "markdown"),
+        (b"## user \xc2\xb7 m-0123456789ab\n\nhi\n", "x.md", "markdown"),
+        (b'{"type": "user", "content": "hi"}\n', None, "jsonl"),
+        (b'{"foo": 1}\n', "/home/u/.codex/sessions/2026/11/21/x.jsonl", "codex"),
+        (b'{"foo": 1}\n', "/home/u/.claude/projects/p/x.jsonl", "claude-code"),
+        (b'{"foo": 1}\n', "rollout-2026-01-01.jsonl", "codex"),
+        (b'{"id": "abc", "timestamp": "2025-05-01T10:00:00Z", "instructions": null}\n', None, "codex"),
+        (b'\xef\xbb\xbf{"type":"summary","summary":"t","leafUuid":"u"}\n', None, "claude-code"),
+        (b"", None, "markdown"),
+    ],
+)
 def test_detect_format_edge_cases(data: bytes, path: str | None, fmt: str) -> None:
     assert detect_format(data, path) == fmt
 
@@ -74,9 +77,17 @@ def test_claude_code_fixture() -> None:
     assert session.title == "Fix the flaky login test" and session.device == "laptop"
     assert session.extra == {"cwd": "/home/dev/acme", "git_branch": "fix/login", "harness_version": "2.0.14"}
     assert (session.started, session.updated) == ("2026-11-20T10:00:03.120Z", "2026-11-20T10:03:30Z")
-    assert shape(session) == [("system", "summary"), ("user", "message"), ("assistant", "message"),
-                              ("tool", "tool_result"), ("assistant", "message"), ("tool", "tool_result"),
-                              ("user", "message"), ("system", "message"), ("assistant", "message")]
+    assert shape(session) == [
+        ("system", "summary"),
+        ("user", "message"),
+        ("assistant", "message"),
+        ("tool", "tool_result"),
+        ("assistant", "message"),
+        ("tool", "tool_result"),
+        ("user", "message"),
+        ("system", "message"),
+        ("assistant", "message"),
+    ]
     texts = [message.text for message in session.messages]
     # Two lines of one response (text, then tool_use) form one message; thinking is not kept.
     assert texts[2] == "Let me run the test first." and "flaky test" not in texts[2]
@@ -97,11 +108,27 @@ def test_claude_code_fixture() -> None:
 
 def test_claude_code_image_only_message_and_compact_summary() -> None:
     lines = [
-        {"type": "user", "sessionId": "s1", "timestamp": "2026-11-20T10:00:00Z",
-         "message": {"role": "user", "content": [
-             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgoAAAA"}}]}},
-        {"type": "user", "sessionId": "s1", "timestamp": "2026-11-20T10:05:00Z", "isCompactSummary": True,
-         "message": {"role": "user", "content": "This session is being continued from a previous conversation."}},
+        {
+            "type": "user",
+            "sessionId": "s1",
+            "timestamp": "2026-11-20T10:00:00Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgoAAAA"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": "s1",
+            "timestamp": "2026-11-20T10:05:00Z",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "This session is being continued from a previous conversation."},
+        },
     ]
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
     session = only(parse_source(data, "claude-code", None, None, "laptop"))
@@ -118,11 +145,23 @@ def test_codex_fixture() -> None:
     result = load(CODEX)
     session = only(result)
     assert session.session_id == CODEX_ID and session.agent == "codex"
-    assert session.extra == {"cwd": "/home/dev/acme", "originator": "codex_cli_rs", "cli_version": "0.46.0",
-                             "git_branch": "main", "model": "gpt-5-codex"}
-    assert shape(session) == [("user", "message"), ("assistant", "message"), ("tool", "tool_result"),
-                              ("assistant", "message"), ("tool", "tool_result"), ("assistant", "message"),
-                              ("tool", "tool_result"), ("user", "message")]
+    assert session.extra == {
+        "cwd": "/home/dev/acme",
+        "originator": "codex_cli_rs",
+        "cli_version": "0.46.0",
+        "git_branch": "main",
+        "model": "gpt-5-codex",
+    }
+    assert shape(session) == [
+        ("user", "message"),
+        ("assistant", "message"),
+        ("tool", "tool_result"),
+        ("assistant", "message"),
+        ("tool", "tool_result"),
+        ("assistant", "message"),
+        ("tool", "tool_result"),
+        ("user", "message"),
+    ]
     texts = [message.text for message in session.messages]
     assert texts[0].startswith("deploy.sh fails with 401") and "environment_context" not in "".join(texts)
     assert session.messages[1].tool_calls == ["shell: cat deploy.sh"]
@@ -134,14 +173,19 @@ def test_codex_fixture() -> None:
     rendered = render_session(session).decode()
     assert "Inspecting deploy script" not in rendered and "gAAAA" not in rendered  # reasoning skipped
     assert rendered.count("deploy.sh fails with 401") == 2  # the title and the message, not the mirror event
-    assert result.problems == [Problem(17, "response_item record without a payload object"),
-                               Problem(18, "not valid JSON: Expecting value at column 1")]
+    assert result.problems == [
+        Problem(17, "response_item record without a payload object"),
+        Problem(18, "not valid JSON: Expecting value at column 1"),
+    ]
     assert result.redactions == 3
 
 
 def test_codex_without_session_meta_takes_the_uuid_from_the_file_name() -> None:
-    line = {"timestamp": "2026-11-21T09:00:05Z", "type": "event_msg",
-            "payload": {"type": "user_message", "message": "hi", "images": ["data:image/png;base64,AAAA"]}}
+    line = {
+        "timestamp": "2026-11-21T09:00:05Z",
+        "type": "event_msg",
+        "payload": {"type": "user_message", "message": "hi", "images": ["data:image/png;base64,AAAA"]},
+    }
     data = (json.dumps(line) + "\n").encode()
     path = f"/home/u/.codex/sessions/2026/11/21/rollout-2026-11-21T09-00-00-{CODEX_ID}.jsonl"
     result = parse_source(data, "auto", path, None, "desk")
@@ -154,8 +198,8 @@ def test_legacy_codex_rollout_without_payload_wrapper() -> None:
     lines = [
         {"id": "legacy-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": None},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
-        {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"ls\", \"-a\"]}", "call_id": "c1"},
-        {"type": "function_call_output", "call_id": "c1", "output": "{\"output\": \".\\n..\", \"metadata\": {}}"},
+        {"type": "function_call", "name": "shell", "arguments": '{"command": ["ls", "-a"]}', "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": '{"output": ".\\n..", "metadata": {}}'},
         {"record_type": "state"},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Two entries."}]},
     ]
@@ -163,8 +207,11 @@ def test_legacy_codex_rollout_without_payload_wrapper() -> None:
     session = only(parse_source(data, "auto", None, None, "desk"))
     assert session.session_id == "legacy-1" and session.agent == "codex"
     assert [(m.role, m.text, m.tool_calls) for m in session.messages] == [
-        ("user", "list files", []), ("assistant", "", ["shell: ls -a"]), ("tool", ".\n..", []),
-        ("assistant", "Two entries.", [])]
+        ("user", "list files", []),
+        ("assistant", "", ["shell: ls -a"]),
+        ("tool", ".\n..", []),
+        ("assistant", "Two entries.", []),
+    ]
 
 
 # --- generic JSONL ----------------------------------------------------------------------------------
@@ -174,31 +221,46 @@ def test_generic_jsonl_fixture() -> None:
     result = load(GENERIC)
     session = only(result)
     assert session.session_id == "chat-42" and session.title == "Rotate the API keys" and session.agent == "unknown"
-    assert shape(session) == [("user", "message"), ("assistant", "message"), ("tool", "tool_result"),
-                              ("assistant", "message"), ("user", "message")]
-    assert session.messages[1].tool_calls == ["shell: OPENAI_API_KEY=[REDACTED] ./rotate.sh --force",
-                                              'restart: {"service": "worker"}']
+    assert shape(session) == [
+        ("user", "message"),
+        ("assistant", "message"),
+        ("tool", "tool_result"),
+        ("assistant", "message"),
+        ("user", "message"),
+    ]
+    assert session.messages[1].tool_calls == [
+        "shell: OPENAI_API_KEY=[REDACTED] ./rotate.sh --force",
+        'restart: {"service": "worker"}',
+    ]
     assert session.messages[2].text == "rotated\nnew header: Authorization: Bearer [REDACTED]\ndone"
     assert session.messages[3].text == "All set. Lone surrogate: \ufffd (harmless)."  # its duplicate is dropped
-    assert result.problems == [Problem(4, "not valid JSON: Unterminated string starting at at column 71"),
-                               Problem(7, "unknown message type 'reaction'"),
-                               Problem(8, "content must be text or a list of parts, not int")]
+    assert result.problems == [
+        Problem(4, "not valid JSON: Unterminated string starting at at column 71"),
+        Problem(7, "unknown message type 'reaction'"),
+        Problem(8, "content must be text or a list of parts, not int"),
+    ]
     assert result.redactions == 3
 
 
 def test_long_tool_calls_are_shortened_only_after_redaction() -> None:
     # The bare key starts 13 characters before the cut: shortened first, its stub would no longer look like a key.
     command = "echo " + "x" * 174 + " sk-proj-Ab3dE6gH9jK2mN5pQ8rS1tU4vW7xY0zA3bC6dE9f --then more"
-    line = {"type": "assistant", "content": "running",
-            "tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
+    line = {
+        "type": "assistant",
+        "content": "running",
+        "tool_calls": [{"name": "shell", "arguments": {"command": command}}],
+    }
     session = only(parse_source(_lines(line), "jsonl", None, None, "d"))
     call = session.messages[0].tool_calls[0]
     assert len(call) == 200 and call.endswith("…") and "sk-proj" not in call and "x [REDACTED] -" in call
 
 
 def test_generic_session_ids_from_field_file_name_or_hash() -> None:
-    lines = [{"type": "user", "content": "a", "session_id": "one"},
-             {"type": "user", "content": "b", "session_id": "two"}, {"type": "assistant", "content": "c"}]
+    lines = [
+        {"type": "user", "content": "a", "session_id": "one"},
+        {"type": "user", "content": "b", "session_id": "two"},
+        {"type": "assistant", "content": "c"},
+    ]
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
     result = parse_source(data, "jsonl", None, "bot", "laptop")
     found = [(s.session_id, [m.text for m in s.messages]) for s in result.sessions]
@@ -216,10 +278,16 @@ def test_raw_control_bytes_and_bad_utf8_are_cleaned_not_fatal() -> None:
     assert session.messages[0].text == "nul here \ufffd\ufffd and bold\nnext"
 
 
-@pytest.mark.parametrize("data", [
-    b"", b"\n\n", b"[]\n5\n\"text\"\nnull\n", b'{"type": "user", "content": ""}\n',
-    b'{"type": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}]}\n',
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n\n",
+        b'[]\n5\n"text"\nnull\n',
+        b'{"type": "user", "content": ""}\n',
+        b'{"type": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}]}\n',
+    ],
+)
 def test_files_without_messages_give_a_problem_not_a_session(data: bytes) -> None:
     result = parse_source(data, "jsonl", None, None, "d")
     assert result.sessions == []
@@ -230,9 +298,12 @@ def test_hostile_shapes_do_not_crash() -> None:
     nested: object = "deep"
     for _ in range(500):
         nested = [nested]
-    lines = [{"type": ["user"], "content": "x"}, {"type": "user", "content": nested},
-             {"type": "user", "content": "ok", "tool_calls": "nope"}, {"type": "user", "content": "fine",
-                                                                       "tool_calls": [None, 5, {"x": 1}]}]
+    lines = [
+        {"type": ["user"], "content": "x"},
+        {"type": "user", "content": nested},
+        {"type": "user", "content": "ok", "tool_calls": "nope"},
+        {"type": "user", "content": "fine", "tool_calls": [None, 5, {"x": 1}]},
+    ]
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
     for fmt in ("jsonl", "claude-code", "codex"):
         parse_source(data, fmt, None, None, "d")  # type: ignore[arg-type]
@@ -255,7 +326,8 @@ def test_markdown_import_keeps_ids_and_redacts_again() -> None:
     assert [m.id for m in imported.messages] == [m.id for m in session.messages]
     assert (imported.agent, imported.device) == ("claude-code", "laptop")
     assert render_session(imported) == render_session(session).replace(
-        b"Let me run the test first.", b"Let me run the test first. GITHUB_TOKEN=[REDACTED]")
+        b"Let me run the test first.", b"Let me run the test first. GITHUB_TOKEN=[REDACTED]"
+    )
 
 
 def test_markdown_problems() -> None:
@@ -317,34 +389,58 @@ def test_three_appended_turns_add_exactly_three_messages() -> None:
     before = only(parse_source(data, "auto", "/x/generic.jsonl", None, "laptop"))
     grown = data + _lines(
         {"type": "user", "timestamp": "2026-11-22T09:00:00Z", "content": "one more: DB_PASSWORD=swordfish9"},
-        {"type": "assistant", "timestamp": "2026-11-22T09:00:05Z", "content": "On it.",
-         "tool_calls": [{"name": "shell", "arguments": {"command": "make migrate"}}]},
-        {"type": "tool_result", "timestamp": "2026-11-22T09:00:09Z", "content": "migrated 3 tables"})
+        {
+            "type": "assistant",
+            "timestamp": "2026-11-22T09:00:05Z",
+            "content": "On it.",
+            "tool_calls": [{"name": "shell", "arguments": {"command": "make migrate"}}],
+        },
+        {"type": "tool_result", "timestamp": "2026-11-22T09:00:09Z", "content": "migrated 3 tables"},
+    )
     after = only(parse_source(grown, "auto", "/x/generic.jsonl", None, "laptop"))
     on_disk = parse_session(session_path(before), render_session(before))
     merged = merge(on_disk, after)
     assert len(merged.messages) == len(before.messages) + 3
-    assert [m.id for m in merged.messages[:len(before.messages)]] == [m.id for m in before.messages]
+    assert [m.id for m in merged.messages[: len(before.messages)]] == [m.id for m in before.messages]
     assert [m.text for m in merged.messages[-3:]] == ["one more: DB_PASSWORD=[REDACTED]", "On it.", "migrated 3 tables"]
     assert merged.updated == "2026-11-22T09:00:09Z"
     assert render_session(merged) == render_session(after)
-    assert render_session(merge(parse_session(session_path(merged), render_session(merged)), after)) == \
-        render_session(merged)
+    assert render_session(merge(parse_session(session_path(merged), render_session(merged)), after)) == render_session(
+        merged
+    )
 
 
 def test_a_claude_file_that_finished_its_last_line_and_grew() -> None:
     data = CLAUDE.read_bytes()
-    complete = data[:data.rindex(b"\n") + 1]
+    complete = data[: data.rindex(b"\n") + 1]
     before = only(parse_source(data, "claude-code", None, None, "laptop"))
     grown = complete + _lines(
-        {"type": "user", "sessionId": before.session_id, "timestamp": "2026-11-20T10:04:00.000Z",
-         "message": {"role": "user", "content": "thanks, now run the whole suite"}},
-        {"type": "assistant", "sessionId": before.session_id, "timestamp": "2026-11-20T10:04:02.000Z",
-         "message": {"id": "msg_01DDD", "role": "assistant", "content": [
-             {"type": "tool_use", "id": "toolu_09", "name": "Bash", "input": {"command": "pytest -q"}}]}},
-        {"type": "user", "sessionId": before.session_id, "timestamp": "2026-11-20T10:04:30.000Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_09",
-                                                  "content": "212 passed"}]}})
+        {
+            "type": "user",
+            "sessionId": before.session_id,
+            "timestamp": "2026-11-20T10:04:00.000Z",
+            "message": {"role": "user", "content": "thanks, now run the whole suite"},
+        },
+        {
+            "type": "assistant",
+            "sessionId": before.session_id,
+            "timestamp": "2026-11-20T10:04:02.000Z",
+            "message": {
+                "id": "msg_01DDD",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_09", "name": "Bash", "input": {"command": "pytest -q"}}],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": before.session_id,
+            "timestamp": "2026-11-20T10:04:30.000Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_09", "content": "212 passed"}],
+            },
+        },
+    )
     after = parse_source(grown, "claude-code", None, None, "laptop")
     assert [p.line for p in after.problems] == [14, 15]
     merged = merge(parse_session(session_path(before), render_session(before)), only(after))
@@ -355,12 +451,15 @@ def test_a_claude_file_that_finished_its_last_line_and_grew() -> None:
 # --- status ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "now", "status"), [
-    (GENERIC, None, "active"),
-    (GENERIC, dt.datetime(2026, 11, 22, 8, 20, tzinfo=dt.UTC), "active"),
-    (GENERIC, dt.datetime(2026, 11, 22, 9, 0), "done"),  # naive means UTC
-    (CLAUDE, dt.datetime(2026, 11, 20, 10, 10, tzinfo=dt.UTC), "active"),
-    (CLAUDE, dt.datetime(2026, 11, 21, tzinfo=dt.UTC), "interrupted"),  # its last line was cut off
-])
+@pytest.mark.parametrize(
+    ("path", "now", "status"),
+    [
+        (GENERIC, None, "active"),
+        (GENERIC, dt.datetime(2026, 11, 22, 8, 20, tzinfo=dt.UTC), "active"),
+        (GENERIC, dt.datetime(2026, 11, 22, 9, 0), "done"),  # naive means UTC
+        (CLAUDE, dt.datetime(2026, 11, 20, 10, 10, tzinfo=dt.UTC), "active"),
+        (CLAUDE, dt.datetime(2026, 11, 21, tzinfo=dt.UTC), "interrupted"),  # its last line was cut off
+    ],
+)
 def test_status_from_age_and_truncation(path: Path, now: dt.datetime | None, status: str) -> None:
     assert only(load(path, now=now)).status == status

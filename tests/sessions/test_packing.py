@@ -12,8 +12,14 @@ from dory.sessions.packing import CHUNK_TOKENS, PackMessage, chunks_of, pack, re
 
 
 def conversation(n: int, filler: int = 20) -> list[PackMessage]:
-    return [PackMessage(f"m-{i:012x}", "user" if i % 2 == 0 else "assistant",
-                        f"turn {i} on topic {i % 7}. " + "plain filler words " * filler) for i in range(n)]
+    return [
+        PackMessage(
+            f"m-{i:012x}",
+            "user" if i % 2 == 0 else "assistant",
+            f"turn {i} on topic {i % 7}. " + "plain filler words " * filler,
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_session_under_half_the_budget_passes_through_unscored() -> None:
@@ -80,14 +86,19 @@ def test_a_long_message_is_cut_into_chunks_that_rebuild_it_exactly() -> None:
 def test_remind_returns_archived_text_byte_for_byte() -> None:
     tricky = "  leading spaces\r\nCRLF line\n\n\ttab\u200b zero-width, emoji 🐟, trailing   \n"
     long = "".join(f"row {i} ✓ {'x' * (i % 13)}\n" for i in range(600))
-    messages = [*conversation(100), PackMessage("m-aaaaaaaaaaaa", "user", tricky),
-                PackMessage("m-bbbbbbbbbbbb", "tool", long, "tool_result"), *conversation(50)]
+    messages = [
+        *conversation(100),
+        PackMessage("m-aaaaaaaaaaaa", "user", tricky),
+        PackMessage("m-bbbbbbbbbbbb", "tool", long, "tool_result"),
+        *conversation(50),
+    ]
     res = pack(messages, 1200, count)
     archived_ids = {r.first_id for r in res.archived}
     assert "m-000000000000" in archived_ids
     chunk_ids = [c.id for c in chunks_of(messages[101], 101, count)]
-    found = remind(messages, ["m-aaaaaaaaaaaa", *chunk_ids, "m-bbbbbbbbbbbb", "m-nothere0000", "m-bbbbbbbbbbbb#999"],
-                   count)
+    found = remind(
+        messages, ["m-aaaaaaaaaaaa", *chunk_ids, "m-bbbbbbbbbbbb", "m-nothere0000", "m-bbbbbbbbbbbb#999"], count
+    )
     assert found["m-aaaaaaaaaaaa"][1].encode() == tricky.encode()
     assert found["m-bbbbbbbbbbbb"][1].encode() == long.encode()
     assert "".join(found[cid][1] for cid in chunk_ids).encode() == long.encode()
@@ -95,8 +106,13 @@ def test_remind_returns_archived_text_byte_for_byte() -> None:
 
 
 def test_system_and_summary_come_first_and_are_never_dropped() -> None:
-    res = pack(conversation(300), 1500, count, system="You are a careful agent.", summary="<continuation_summary>"
-               "\n## Current State\n- halfway\n</continuation_summary>")
+    res = pack(
+        conversation(300),
+        1500,
+        count,
+        system="You are a careful agent.",
+        summary="<continuation_summary>\n## Current State\n- halfway\n</continuation_summary>",
+    )
     assert [item.kind for item in res.items[:2]] == ["system", "summary"]
 
 
@@ -111,12 +127,21 @@ def test_when_even_the_protected_tail_cannot_fit_the_newest_part_is_kept_and_it_
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes=st.lists(st.integers(0, 400), min_size=1, max_size=120), budget=st.integers(256, 6000),
-       min_recent=st.integers(0, 12), query=st.sampled_from([None, "", "topic 3", "word17 word3"]))
-def test_the_packed_context_never_exceeds_the_budget(sizes: list[int], budget: int, min_recent: int,
-                                                     query: str | None) -> None:
-    messages = [PackMessage(f"m-{i:012x}", "tool" if i % 5 == 0 else "user",
-                            " ".join(f"word{(i * j) % 31}" for j in range(size))) for i, size in enumerate(sizes)]
+@given(
+    sizes=st.lists(st.integers(0, 400), min_size=1, max_size=120),
+    budget=st.integers(256, 6000),
+    min_recent=st.integers(0, 12),
+    query=st.sampled_from([None, "", "topic 3", "word17 word3"]),
+)
+def test_the_packed_context_never_exceeds_the_budget(
+    sizes: list[int], budget: int, min_recent: int, query: str | None
+) -> None:
+    messages = [
+        PackMessage(
+            f"m-{i:012x}", "tool" if i % 5 == 0 else "user", " ".join(f"word{(i * j) % 31}" for j in range(size))
+        )
+        for i, size in enumerate(sizes)
+    ]
     res = pack(messages, budget, count, query=query, min_recent=min_recent, reserve=64)
     assert res.tokens <= res.available or res.warnings
     if res.lane == "packed" and not res.warnings:

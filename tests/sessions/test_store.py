@@ -16,9 +16,18 @@ NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 def transcript(session_id: str, agent: str, day: str, turns: list[tuple[str, str]]) -> tuple[str, Session]:
     """A session rendered to markdown and parsed back, as the indexer will see it (line ranges set)."""
     messages = [new_message(session_id, role, f"{day}T10:00:{n:02d}Z", text) for n, (role, text) in enumerate(turns)]
-    session = Session(session_id=session_id, agent=agent, device="laptop", title=f"{agent} {session_id}",
-                      status="done", started=messages[0].time, updated=messages[-1].time, messages=messages,
-                      source_format="jsonl", source_path=None)
+    session = Session(
+        session_id=session_id,
+        agent=agent,
+        device="laptop",
+        title=f"{agent} {session_id}",
+        status="done",
+        started=messages[0].time,
+        updated=messages[-1].time,
+        messages=messages,
+        source_format="jsonl",
+        source_path=None,
+    )
     rel = session_path(session)
     return rel, parse_session(rel, render_session(session))
 
@@ -28,11 +37,25 @@ def store(tmp_path: Path) -> SessionStore:
     sessions = SessionStore(tmp_path / "sessions.sqlite", "porter unicode61 remove_diacritics 2")
     with sessions.conn:
         for sid, agent, day, turns in (
-            ("s-old", "codex", "2026-09-01", [("user", "How do I rotate the nginx logs?"),
-                                              ("assistant", "Use logrotate with a weekly nginx stanza.")]),
-            ("s-new", "claude-code", "2026-11-20", [("user", "The nginx logs fill the disk again"),
-                                                    ("assistant", "Rotate the nginx logs daily with logrotate."),
-                                                    ("user", "Thanks, and the postgres backups?")]),
+            (
+                "s-old",
+                "codex",
+                "2026-09-01",
+                [
+                    ("user", "How do I rotate the nginx logs?"),
+                    ("assistant", "Use logrotate with a weekly nginx stanza."),
+                ],
+            ),
+            (
+                "s-new",
+                "claude-code",
+                "2026-11-20",
+                [
+                    ("user", "The nginx logs fill the disk again"),
+                    ("assistant", "Rotate the nginx logs daily with logrotate."),
+                    ("user", "Thanks, and the postgres backups?"),
+                ],
+            ),
         ):
             rel, session = transcript(sid, agent, day, turns)
             sessions.upsert(rel, session, 100, 1, "sha256:x")
@@ -43,11 +66,18 @@ def store(tmp_path: Path) -> SessionStore:
 def test_a_hit_points_at_the_exact_turn(store: SessionStore, tmp_path: Path) -> None:
     hits = store.search("postgres backups", SessionScope(), 5, NOW)
     assert [h.session_id for h in hits] == ["s-new"]
-    rel, session = transcript("s-new", "claude-code", "2026-11-20", [
-        ("user", "The nginx logs fill the disk again"), ("assistant", "Rotate the nginx logs daily with logrotate."),
-        ("user", "Thanks, and the postgres backups?")])
+    rel, session = transcript(
+        "s-new",
+        "claude-code",
+        "2026-11-20",
+        [
+            ("user", "The nginx logs fill the disk again"),
+            ("assistant", "Rotate the nginx logs daily with logrotate."),
+            ("user", "Thanks, and the postgres backups?"),
+        ],
+    )
     lines = render_session(session).decode().split("\n")
-    turn = "\n".join(lines[hits[0].start_line - 1:hits[0].end_line])
+    turn = "\n".join(lines[hits[0].start_line - 1 : hits[0].end_line])
     assert hits[0].message_id in turn and "postgres backups" in turn and "logrotate" not in turn
     assert hits[0].path == rel and hits[0].role == "user"
 
@@ -79,14 +109,18 @@ def test_a_newer_turn_beats_a_slightly_better_old_one(tmp_path: Path) -> None:
     sessions = SessionStore(tmp_path / "s.sqlite", "unicode61")
     try:
         with sessions.conn:
-            for sid, day, text in (("new", "2026-11-20", "the deploy key expired again today"),
-                                   ("old", "2026-08-01", "deploy key expired")):
+            for sid, day, text in (
+                ("new", "2026-11-20", "the deploy key expired again today"),
+                ("old", "2026-08-01", "deploy key expired"),
+            ):
                 rel, session = transcript(sid, "codex", day, [("user", text)])
                 sessions.upsert(rel, session, 1, 1, "sha256:x")
         hits = sessions.search("deploy key expired", SessionScope(), 2, NOW)
         assert hits[0].score > hits[1].score and [h.session_id for h in hits] == ["new", "old"]
         # The old turn is the better BM25 match on its own: recency made the difference.
-        assert sessions.search("deploy key expired", SessionScope(), 2, NOW + dt.timedelta(days=3650))[0] \
-            .session_id == "old"
+        assert (
+            sessions.search("deploy key expired", SessionScope(), 2, NOW + dt.timedelta(days=3650))[0].session_id
+            == "old"
+        )
     finally:
         sessions.close()

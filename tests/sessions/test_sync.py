@@ -12,8 +12,16 @@ from dory.sessions.transcript import Session, new_message, render_session, sessi
 
 def write_session(root: Path, sid: str, texts: list[str]) -> str:
     messages = [new_message(sid, "user", f"2026-11-20T10:00:{n:02d}Z", text) for n, text in enumerate(texts)]
-    session = Session(session_id=sid, agent="codex", device="laptop", title=sid, status="done",
-                      started=messages[0].time, updated=messages[-1].time, messages=messages)
+    session = Session(
+        session_id=sid,
+        agent="codex",
+        device="laptop",
+        title=sid,
+        status="done",
+        started=messages[0].time,
+        updated=messages[-1].time,
+        messages=messages,
+    )
     rel = session_path(session)
     (root / rel).parent.mkdir(parents=True, exist_ok=True)
     (root / rel).write_bytes(render_session(session))

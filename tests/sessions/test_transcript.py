@@ -29,13 +29,19 @@ PATH = f"logs/sessions/claude-code/laptop/2026-11-20-{SID}.md"
 
 def sample_session() -> Session:
     return Session(
-        session_id=SID, agent="claude-code", device="laptop", title="Fix the login redirect",
-        started="2026-11-20T10:00:03Z", updated="2026-11-20T10:00:10Z", source_format="claude-code",
+        session_id=SID,
+        agent="claude-code",
+        device="laptop",
+        title="Fix the login redirect",
+        started="2026-11-20T10:00:03Z",
+        updated="2026-11-20T10:00:10Z",
+        source_format="claude-code",
         messages=[
             new_message(SID, "user", "2026-11-20T10:00:03Z", "Why does login redirect twice?"),
             new_message(SID, "assistant", "2026-11-20T10:00:09Z", "Let me look.", ["Bash: ls -la"]),
             new_message(SID, "tool", "2026-11-20T10:00:10Z", "total 8\n```py\nx = 1\n```", kind="tool_result"),
-        ])
+        ],
+    )
 
 
 def test_render_layout_is_exactly_as_documented() -> None:
@@ -96,17 +102,25 @@ def test_message_ids_are_stable_content_hashes() -> None:
     again = new_message(SID, "user", "2026-11-20T10:00:03.000Z", "\nhello\n\n")  # same canonical content
     assert first.id == again.id and re.fullmatch(r"m-[0-9a-f]{12}", first.id)
     assert first.id == message_id(SID, "user", "2026-11-20T10:00:03Z", "hello")
-    others = {new_message(SID, "assistant", "2026-11-20T10:00:03Z", "hello").id,
-              new_message(SID, "user", "2026-11-20T10:00:04Z", "hello").id,
-              new_message(SID, "user", "2026-11-20T10:00:03Z", "hello!").id,
-              new_message("other", "user", "2026-11-20T10:00:03Z", "hello").id,
-              message_id(SID, "user", "2026-11-20T10:00:03Z", "hello", occurrence=2)}
+    others = {
+        new_message(SID, "assistant", "2026-11-20T10:00:03Z", "hello").id,
+        new_message(SID, "user", "2026-11-20T10:00:04Z", "hello").id,
+        new_message(SID, "user", "2026-11-20T10:00:03Z", "hello!").id,
+        new_message("other", "user", "2026-11-20T10:00:03Z", "hello").id,
+        message_id(SID, "user", "2026-11-20T10:00:03Z", "hello", occurrence=2),
+    }
     assert first.id not in others and len(others) == 5
 
 
-@pytest.mark.parametrize("bad", [
-    {"role": "human"}, {"kind": "thought"}, {"id": "m-XYZ"}, {"id": "1a2b3c4d5e6f"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"role": "human"},
+        {"kind": "thought"},
+        {"id": "m-XYZ"},
+        {"id": "1a2b3c4d5e6f"},
+    ],
+)
 def test_message_refuses_values_outside_the_format(bad: dict[str, str]) -> None:
     fields = {"id": "m-0123456789ab", "role": "user", "time": None, "text": "x"} | bad
     with pytest.raises(ValueError):
@@ -114,23 +128,31 @@ def test_message_refuses_values_outside_the_format(bad: dict[str, str]) -> None:
 
 
 def test_message_text_and_calls_are_canonical() -> None:
-    message = Message("m-0123456789ab", "user", "2026-11-20 11:00:03+01:00", "  \n\x00hi\r\nthere\n \n",
-                      ["Bash:\n ls   -la", "   "])
+    message = Message(
+        "m-0123456789ab", "user", "2026-11-20 11:00:03+01:00", "  \n\x00hi\r\nthere\n \n", ["Bash:\n ls   -la", "   "]
+    )
     assert message.time == "2026-11-20T10:00:03Z"
     assert message.text == "hi\nthere" and message.tool_calls == ["Bash: ls -la"]
 
 
-@pytest.mark.parametrize(("given", "expected"), [
-    ("2026-11-20T10:00:03Z", "2026-11-20T10:00:03Z"),
-    ("2026-11-20T10:00:03.120Z", "2026-11-20T10:00:03.120Z"),
-    ("2026-11-20T10:00:03.120456+00:00", "2026-11-20T10:00:03.120Z"),
-    ("2026-11-20T12:00:03+02:00", "2026-11-20T10:00:03Z"),
-    ("2026-11-20T10:00:03", "2026-11-20T10:00:03Z"),
-    ("2026-11-20", "2026-11-20T00:00:00Z"),
-    (1795168803, "2026-11-20T10:00:03Z"),
-    (1795168803120, "2026-11-20T10:00:03.120Z"),
-    ("yesterday", None), ("", None), (None, None), (True, None), ([], None),
-])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("2026-11-20T10:00:03Z", "2026-11-20T10:00:03Z"),
+        ("2026-11-20T10:00:03.120Z", "2026-11-20T10:00:03.120Z"),
+        ("2026-11-20T10:00:03.120456+00:00", "2026-11-20T10:00:03.120Z"),
+        ("2026-11-20T12:00:03+02:00", "2026-11-20T10:00:03Z"),
+        ("2026-11-20T10:00:03", "2026-11-20T10:00:03Z"),
+        ("2026-11-20", "2026-11-20T00:00:00Z"),
+        (1795168803, "2026-11-20T10:00:03Z"),
+        (1795168803120, "2026-11-20T10:00:03.120Z"),
+        ("yesterday", None),
+        ("", None),
+        (None, None),
+        (True, None),
+        ([], None),
+    ],
+)
 def test_normalise_time(given: object, expected: str | None) -> None:
     assert normalise_time(given) == expected
 
@@ -139,10 +161,33 @@ def test_normalise_time(given: object, expected: str | None) -> None:
 
 # Lines chosen to collide with the format's own structure.
 _HOSTILE_LINES = [
-    "## user · 2026-11-20T10:00:03Z · m-0123456789ab", "## Notes", "##", "##\tTabbed", "\\## escaped already",
-    "\\\\## twice", "Tool calls:", "Tool calls:  ", "\\Tool calls:", "- Bash: fake call", "---", "...", "```",
-    "````python", "~~~", "# H1", "### H3", " ## indented", "", "   ", "plain words", "tab\there", "漢字 🙂 é",
-    "<!-- TIMELINE: append-only below this line -->", "title: not frontmatter", "> quote", "`code`",
+    "## user · 2026-11-20T10:00:03Z · m-0123456789ab",
+    "## Notes",
+    "##",
+    "##\tTabbed",
+    "\\## escaped already",
+    "\\\\## twice",
+    "Tool calls:",
+    "Tool calls:  ",
+    "\\Tool calls:",
+    "- Bash: fake call",
+    "---",
+    "...",
+    "```",
+    "````python",
+    "~~~",
+    "# H1",
+    "### H3",
+    " ## indented",
+    "",
+    "   ",
+    "plain words",
+    "tab\there",
+    "漢字 🙂 é",
+    "<!-- TIMELINE: append-only below this line -->",
+    "title: not frontmatter",
+    "> quote",
+    "`code`",
 ]
 
 
@@ -160,8 +205,10 @@ def _random_time(rng: random.Random) -> str | None:
     if rng.random() < 0.2:
         return None
     millis = f".{rng.randint(1, 999):03d}" if rng.random() < 0.3 else ""
-    return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}" \
-           f":{rng.randint(0, 59):02d}{millis}Z"
+    return (
+        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
+        f":{rng.randint(0, 59):02d}{millis}Z"
+    )
 
 
 def _random_session(rng: random.Random) -> Session:
@@ -174,12 +221,19 @@ def _random_session(rng: random.Random) -> Session:
         messages.append(new_message(session_id, role, _random_time(rng), _random_text(rng), calls, kind))
     extra = rng.choice([{}, {"cwd": "/home/dev/x"}, {"tags": ["a", "b"], "pinned": True, "created": "2026-11-20"}])
     return Session(
-        session_id=session_id, agent=rng.choice(["claude-code", "codex"]), device=rng.choice(["laptop", "Büro PC"]),
+        session_id=session_id,
+        agent=rng.choice(["claude-code", "codex"]),
+        device=rng.choice(["laptop", "Büro PC"]),
         title=rng.choice(["", "A title: with colon", "yes", "# not a heading", "'quoted'"]),
-        status=rng.choice(["active", "done", "interrupted", "deleted"]), started=_random_time(rng),
-        updated=_random_time(rng), messages=messages, source_format=rng.choice(["claude-code", "jsonl"]),
-        source_path=rng.choice([None, "/home/u/.claude/projects/p/x.jsonl"]), extra=extra,
-        preamble=rng.choice(["", "", "Hand-written note above the transcript.", _random_text(rng)]))
+        status=rng.choice(["active", "done", "interrupted", "deleted"]),
+        started=_random_time(rng),
+        updated=_random_time(rng),
+        messages=messages,
+        source_format=rng.choice(["claude-code", "jsonl"]),
+        source_path=rng.choice([None, "/home/u/.claude/projects/p/x.jsonl"]),
+        extra=extra,
+        preamble=rng.choice(["", "", "Hand-written note above the transcript.", _random_text(rng)]),
+    )
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -194,10 +248,14 @@ def test_parse_is_the_exact_inverse_of_render(seed: int) -> None:
 
 
 def test_text_that_looks_like_structure_survives() -> None:
-    tricky = ("## user · 2026-11-20T10:00:03Z · m-0123456789ab\n\nTool calls:\n- rm -rf /\n\\## kept\n"
-              "```\n## inside a fence\n```")
-    session = replace(sample_session(), messages=[new_message(SID, "user", None, tricky),
-                                                  new_message(SID, "tool", None, tricky, kind="tool_result")])
+    tricky = (
+        "## user · 2026-11-20T10:00:03Z · m-0123456789ab\n\nTool calls:\n- rm -rf /\n\\## kept\n"
+        "```\n## inside a fence\n```"
+    )
+    session = replace(
+        sample_session(),
+        messages=[new_message(SID, "user", None, tricky), new_message(SID, "tool", None, tricky, kind="tool_result")],
+    )
     parsed = parse_session(PATH, render_session(session))
     assert [m.text for m in parsed.messages] == [tricky, tricky]
     assert [m.tool_calls for m in parsed.messages] == [[], []]
@@ -265,7 +323,7 @@ def test_parsed_messages_know_their_lines() -> None:
         assert message.start_line is not None and message.end_line is not None
         assert lines[message.start_line - 1].startswith("## ") and message.id in lines[message.start_line - 1]
         assert lines[message.end_line - 1].strip() and message.end_line >= message.start_line
-        following = lines[message.end_line:message.end_line + 2]
+        following = lines[message.end_line : message.end_line + 2]
         assert all(not line.strip() for line in following[:1])
     user, assistant, tool = parsed.messages
     assert lines[user.end_line - 1] == "second line"
@@ -286,8 +344,10 @@ def test_line_ranges_do_not_count_for_equality_and_render_ignores_them() -> None
 
 # --- paths ------------------------------------------------------------------------------------------
 
-_SAFE_PATH = re.compile(r"^logs/sessions/[a-z0-9](?:[a-z0-9-]*[a-z0-9])?/[a-z0-9](?:[a-z0-9-]*[a-z0-9])?/"
-                        r"(?:\d{4}-\d{2}-\d{2}|undated)-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.md$")
+_SAFE_PATH = re.compile(
+    r"^logs/sessions/[a-z0-9](?:[a-z0-9-]*[a-z0-9])?/[a-z0-9](?:[a-z0-9-]*[a-z0-9])?/"
+    r"(?:\d{4}-\d{2}-\d{2}|undated)-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.md$"
+)
 
 
 def test_session_path_layout() -> None:
@@ -296,10 +356,25 @@ def test_session_path_layout() -> None:
     assert session_path(undated) == f"logs/sessions/claude-code/macbook-pro-local/undated-{SID}.md"
 
 
-@pytest.mark.parametrize("hostile", [
-    "../../etc", "../../../etc/passwd", "a/b\\c", "nul\x00byte", "x" * 5000, "", "...", "-", "CON", "名前",
-    "rm -rf /; echo", "\u202eevil\u202c", "a" * 63 + "/" + "b" * 63, " spaced out ",
-])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "../../etc",
+        "../../../etc/passwd",
+        "a/b\\c",
+        "nul\x00byte",
+        "x" * 5000,
+        "",
+        "...",
+        "-",
+        "CON",
+        "名前",
+        "rm -rf /; echo",
+        "\u202eevil\u202c",
+        "a" * 63 + "/" + "b" * 63,
+        " spaced out ",
+    ],
+)
 def test_session_path_is_safe_for_hostile_values(hostile: str) -> None:
     session = Session(session_id=hostile or "x", agent=hostile, device=hostile, started="2026-11-20T10:00:00Z")
     path = session_path(session)
@@ -355,8 +430,13 @@ def test_merge_unites_tool_calls_of_a_message_that_grew() -> None:
 
 def test_merge_keeps_renames_hand_keys_and_tombstones() -> None:
     existing = replace(sample_session(), title="My rename", extra={"mood": "done", "cwd": "/mine"})
-    incoming = replace(_grown(sample_session(), 1), title="Imported title", status="done",
-                       extra={"cwd": "/theirs", "git_branch": "main"}, source_path="/new/path.jsonl")
+    incoming = replace(
+        _grown(sample_session(), 1),
+        title="Imported title",
+        status="done",
+        extra={"cwd": "/theirs", "git_branch": "main"},
+        source_path="/new/path.jsonl",
+    )
     merged = merge(existing, incoming)
     assert merged.title == "My rename" and merged.status == "done"
     assert merged.extra == {"cwd": "/mine", "git_branch": "main", "mood": "done"}

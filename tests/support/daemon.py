@@ -53,8 +53,13 @@ class DaemonProcess:
 
     def start(self, wait: bool = True) -> DaemonProcess:
         handle = self.log.open("a")
-        self.proc = subprocess.Popen([*self.cmd, "--corpus", str(self.root), "ops", "watch"], env=self.env,
-                                     stdout=subprocess.PIPE, stderr=handle, text=True)
+        self.proc = subprocess.Popen(
+            [*self.cmd, "--corpus", str(self.root), "ops", "watch"],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=handle,
+            text=True,
+        )
         handle.close()
         if wait:
             self.wait_idle(STARTUP_S)
@@ -65,12 +70,14 @@ class DaemonProcess:
 
     def wait_idle(self, timeout_s: float = 30.0) -> DaemonStatus:
         """Until the daemon says it has nothing queued, written or embedded (and is the live one)."""
+
         def settled() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
             st = self.status()
             return st.running and st.pid == self.proc.pid and st.idle
+
         wait_until(settled, timeout_s, "the daemon to go idle")
         return self.status()
 
@@ -89,8 +96,13 @@ class DaemonProcess:
 
     def cli(self, *args: str) -> tuple[int, Any, str]:
         """Run `dory --corpus ROOT ARGS --json` and parse stdout."""
-        run = subprocess.run([*self.cmd, "--corpus", str(self.root), *args, "--json"], env=self.env,
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [*self.cmd, "--corpus", str(self.root), *args, "--json"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return run.returncode, json.loads(run.stdout) if run.stdout.strip() else None, run.stderr
 
 
@@ -110,9 +122,13 @@ def chunk_rows(settings_root: Path, env: dict[str, str], state_dir: Path | None 
     settings = load_settings(settings_root, {"state_dir": str(state_dir) if state_dir else None}, env=env)
     store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
     try:
-        return sorted(tuple(row) for row in store.conn.execute(
-            "SELECT f.path, f.sha256, c.ordinal, c.start_line, c.end_line, c.content_hash "
-            "FROM chunks c JOIN files f ON f.id = c.file_id"))
+        return sorted(
+            tuple(row)
+            for row in store.conn.execute(
+                "SELECT f.path, f.sha256, c.ordinal, c.start_line, c.end_line, c.content_hash "
+                "FROM chunks c JOIN files f ON f.id = c.file_id"
+            )
+        )
     finally:
         store.close()
 

@@ -44,11 +44,11 @@ def new_corpus(root: Path) -> Path:
     return root
 
 
-def ingest(svc: DoryService, records: list[dict[str, Any]], agent: str | None = None,
-           device: str = "laptop") -> list[str]:
+def ingest(
+    svc: DoryService, records: list[dict[str, Any]], agent: str | None = None, device: str = "laptop"
+) -> list[str]:
     """Ingest the records as one JSONL file; the transcripts' corpus paths."""
-    res = svc.sessions.ingest(SessionIngestRequest(content=jsonl(records), format="jsonl", agent=agent,
-                                                   device=device))
+    res = svc.sessions.ingest(SessionIngestRequest(content=jsonl(records), format="jsonl", agent=agent, device=device))
     assert not res.problems, res.problems
     return [s.path for s in res.sessions]
 
@@ -75,7 +75,7 @@ def link(rel: str, message: Message) -> str:
 def page(data: bytes) -> tuple[dict[str, Any], str]:
     """A generated note's frontmatter and body."""
     doc = parse_document("digest.md", data)
-    return doc.frontmatter, "\n".join(doc.lines[doc.body_start:])
+    return doc.frontmatter, "\n".join(doc.lines[doc.body_start :])
 
 
 def citations(root: Path, text: str) -> list[tuple[str, str, Source]]:

@@ -74,8 +74,14 @@ def malformed() -> Reply:
 def slow(seconds: float, then: Reply | None = None) -> Reply:
     """Wait `seconds` before answering `then` (an empty object by default)."""
     base = then if then is not None else ok({})
-    return Reply(content=base.content, finish_reason=base.finish_reason, status=base.status, body=base.body,
-                 drop=base.drop, delay_s=seconds)
+    return Reply(
+        content=base.content,
+        finish_reason=base.finish_reason,
+        status=base.status,
+        body=base.body,
+        drop=base.drop,
+        delay_s=seconds,
+    )
 
 
 def status(code: int, body: Any = "") -> Reply:
@@ -102,8 +108,13 @@ def chat_completion(model: str, reply: Reply) -> dict[str, Any]:
         "object": "chat.completion",
         "created": 0,
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
-                     "finish_reason": reply.finish_reason}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content},
+                "finish_reason": reply.finish_reason,
+            }
+        ],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
 
@@ -131,8 +142,7 @@ class FakeLlm:
     def __enter__(self) -> FakeLlm:
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval: shutdown() waits for it, at the end of every test.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-llm",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-llm", daemon=True)
         self._thread.start()
         return self
 

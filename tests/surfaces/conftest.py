@@ -31,8 +31,10 @@ class Run:
         try:
             return json.loads(self.stdout)
         except json.JSONDecodeError as exc:
-            raise AssertionError(f"stdout of dory {' '.join(self.args)} is not one JSON document: {exc}\n"
-                                 f"stdout={self.stdout!r}\nstderr={self.stderr[-2000:]!r}") from exc
+            raise AssertionError(
+                f"stdout of dory {' '.join(self.args)} is not one JSON document: {exc}\n"
+                f"stdout={self.stdout!r}\nstderr={self.stderr[-2000:]!r}"
+            ) from exc
 
     def error(self) -> dict[str, Any]:
         body = self.json()
@@ -40,8 +42,10 @@ class Run:
         return body["error"]
 
     def __str__(self) -> str:
-        return (f"dory {' '.join(self.args)} -> exit {self.code}\n"
-                f"stdout: {self.stdout[-1500:]}\nstderr: {self.stderr[-1500:]}")
+        return (
+            f"dory {' '.join(self.args)} -> exit {self.code}\n"
+            f"stdout: {self.stdout[-1500:]}\nstderr: {self.stderr[-1500:]}"
+        )
 
 
 RunDory = Callable[..., Run]
@@ -68,13 +72,20 @@ def dory(dory_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory, dory_cm
     """run(*args, cwd=None, backend="none", env=None, timeout=120) -> Run"""
     default_cwd = tmp_path_factory.mktemp("cli-cwd")
 
-    def run(*args: str, cwd: Path | None = None, backend: str | None = "none", env: dict[str, str] | None = None,
-            timeout: float = 120, **popen: Any) -> Run:
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        backend: str | None = "none",
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        **popen: Any,
+    ) -> Run:
         full_env = clean_env(dory_cache_dir, backend, **(env or {}))
         if "stdout" not in popen and "stderr" not in popen:
             popen["capture_output"] = True
-        proc = subprocess.run([*dory_cmd, *args], cwd=cwd or default_cwd, env=full_env, text=True,
-                              timeout=timeout, **popen)
+        proc = subprocess.run(
+            [*dory_cmd, *args], cwd=cwd or default_cwd, env=full_env, text=True, timeout=timeout, **popen
+        )
         return Run(tuple(args), proc.returncode, proc.stdout or "", proc.stderr or "")
 
     return run

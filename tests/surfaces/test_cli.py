@@ -79,8 +79,10 @@ def cli(dory, tmp_path_factory: pytest.TempPathFactory) -> Cli:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     (base / QUERIES_FILE).write_text(
-        json.dumps({"id": "one", "query": "quokka-7", "expected": [ENGINES]}) + "\n\n"
-        + json.dumps({"id": "two", "query": "quokka-proof", "expected": [GARDEN, ENGINES]}) + "\n"
+        json.dumps({"id": "one", "query": "quokka-7", "expected": [ENGINES]})
+        + "\n\n"
+        + json.dumps({"id": "two", "query": "quokka-proof", "expected": [GARDEN, ENGINES]})
+        + "\n"
     )
     (base / "empty").mkdir()
     (base / "notes.md").write_text("# a file, not a folder\n")
@@ -100,8 +102,7 @@ def cli(dory, tmp_path_factory: pytest.TempPathFactory) -> Cli:
     def one(key: Key):
         args, cwd, env = key
         fill = {"root": root, "base": base}
-        return dory(*(a.format(**fill) for a in args), cwd=places[cwd],
-                    env={k: v.format(**fill) for k, v in env})
+        return dory(*(a.format(**fill) for a in args), cwd=places[cwd], env={k: v.format(**fill) for k, v in env})
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         runs = dict(zip(BATCH, pool.map(one, BATCH), strict=True))
@@ -115,9 +116,25 @@ def hit_paths(run) -> list[str]:
 
 # -- init ----------------------------------------------------------------------------------------
 SPEC_FOLDERS = [
-    "core", "people", "projects", "concepts", "decisions", "knowledge", "ideas", "references", "inbox",
-    "inbox/proposed", "inbox/applied", "inbox/rejected", "inbox/quarantine", "sources/semantic", "logs/sessions",
-    "logs/daily", "digests/daily", "digests/weekly", "wiki",
+    "core",
+    "people",
+    "projects",
+    "concepts",
+    "decisions",
+    "knowledge",
+    "ideas",
+    "references",
+    "inbox",
+    "inbox/proposed",
+    "inbox/applied",
+    "inbox/rejected",
+    "inbox/quarantine",
+    "sources/semantic",
+    "logs/sessions",
+    "logs/daily",
+    "digests/daily",
+    "digests/weekly",
+    "wiki",
 ]
 CORE_FILES = [f"core/{name}.md" for name in ("user", "soul", "env", "active", "identity", "defaults")]
 
@@ -146,8 +163,7 @@ def test_init_creates_spec_folders_core_files_config_and_gitignore(dory, tmp_pat
     assert set(body["model"]) >= {"package", "verified", "problem"}
 
 
-def test_init_again_only_restores_missing_files_and_never_overwrites_edits(dory, tmp_path: Path,
-                                                                           tree_digest) -> None:
+def test_init_again_only_restores_missing_files_and_never_overwrites_edits(dory, tmp_path: Path, tree_digest) -> None:
     target = tmp_path / "c"
     assert dory("init", str(target), "--no-model", "--json").code == 0
     (target / "core/user.md").write_text("# Me\nmy own words\n")
@@ -174,14 +190,22 @@ def test_reindex_plan_lists_changes_that_status_counts_and_changes_nothing(dory,
     plan = dory("--corpus", str(root), "reindex", "--plan", "--json")
     assert plan.code == 0, plan
     body = plan.json()
-    assert body["planned_paths"] == {"new": ["c.md"], "changed": ["a.md"], "deleted": ["b.md"], "renamed": [],
-                                     "touched": []}
+    assert body["planned_paths"] == {
+        "new": ["c.md"],
+        "changed": ["a.md"],
+        "deleted": ["b.md"],
+        "renamed": [],
+        "touched": [],
+    }
     assert (body["new"], body["changed"], body["deleted"], body["unchanged"], body["chunks_written"]) == (1, 1, 1, 1, 0)
     assert tree_digest(root) == before
     status = dory("--corpus", str(root), "status", "--json").json()
     assert (status["files_on_disk"], status["files_indexed"], status["pending_changes"]) == (3, 3, 3)
-    assert status["warnings"] == [NO_EMBEDDER, "3 files changed on disk since the last reindex (no daemon is "
-                                                "watching; run `dory reindex` or `dory ops watch`)"]
+    assert status["warnings"] == [
+        NO_EMBEDDER,
+        "3 files changed on disk since the last reindex (no daemon is "
+        "watching; run `dory reindex` or `dory ops watch`)",
+    ]
     old = dory("--corpus", str(root), "search", "bananas", "--mode", "bm25", "--json")
     assert hit_paths(old) == ["b.md"]  # the index is untouched by the plan
     real = dory("--corpus", str(root), "reindex", "--json").json()
@@ -226,8 +250,9 @@ def test_json_stdout_is_one_document_even_with_a_progress_bar_on_the_terminal(do
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        run = dory("--corpus", str(root), "reindex", "--json", stderr=sub_fd, stdout=subprocess.PIPE,
-                   env={"TERM": "xterm"})
+        run = dory(
+            "--corpus", str(root), "reindex", "--json", stderr=sub_fd, stdout=subprocess.PIPE, env={"TERM": "xterm"}
+        )
     finally:
         os.close(sub_fd)
         reader.join(timeout=5)
@@ -251,9 +276,11 @@ FILTER_CASES = [
 FILTER_RUNS = [batched(*IX, "search", "quokka", "--mode", "bm25", *flags, "--json") for flags, _ in FILTER_CASES]
 
 
-@pytest.mark.parametrize(("key", "expected"), [(key, exp) for key, (_, exp) in zip(FILTER_RUNS, FILTER_CASES,
-                                                                                    strict=True)],
-                         ids=["no-filter", "path", "type-twice", "tag-twice", "since-until"])
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [(key, exp) for key, (_, exp) in zip(FILTER_RUNS, FILTER_CASES, strict=True)],
+    ids=["no-filter", "path", "type-twice", "tag-twice", "since-until"],
+)
 def test_bm25_search_with_path_type_tag_and_date_filters(cli: Cli, key: Key, expected: set[str]) -> None:
     run = cli[key]
     assert set(hit_paths(run)) == expected
@@ -277,7 +304,7 @@ def test_search_hit_carries_path_title_lines_snippet_and_class(cli: Cli) -> None
     hit = body["hits"][0]
     assert (hit["path"], hit["title"], hit["chunk_id"]) == (ENGINES, "Engines", f"{ENGINES}#0")
     lines = (cli.root / ENGINES).read_text().split("\n")
-    assert any("Babbage" in line for line in lines[hit["start_line"] - 1:hit["end_line"]])
+    assert any("Babbage" in line for line in lines[hit["start_line"] - 1 : hit["end_line"]])
     assert "Babbage" in hit["snippet"]
     assert hit["heading_path"][0] == "Engines"
     assert hit["evidence_class"] == "note" and hit["confidence"] in ("high", "medium", "low")
@@ -311,8 +338,11 @@ VECTOR_SEARCH = batched(*IX, "search", "quokka", "--mode", "vector", "--json")
 def test_vector_mode_without_an_embedder_is_backend_unavailable(cli: Cli) -> None:
     run = cli[VECTOR_SEARCH]
     assert run.code == 5
-    assert run.error() == {"code": "backend_unavailable", "type": "BackendUnavailable",
-                           "message": "no embedder is configured (embedder.backend = none)"}
+    assert run.error() == {
+        "code": "backend_unavailable",
+        "type": "BackendUnavailable",
+        "message": "no embedder is configured (embedder.backend = none)",
+    }
 
 
 NOT_INDEXED = batched("--corpus", "{base}/unindexed", "search", "apples", "--json")
@@ -321,8 +351,11 @@ NOT_INDEXED = batched("--corpus", "{base}/unindexed", "search", "apples", "--jso
 def test_search_before_any_reindex_is_not_found(cli: Cli) -> None:
     run = cli[NOT_INDEXED]
     assert run.code == 3
-    assert run.error() == {"code": "not_found", "type": "NotFound",
-                           "message": "the corpus has not been indexed yet; run `dory reindex`"}
+    assert run.error() == {
+        "code": "not_found",
+        "type": "NotFound",
+        "message": "the corpus has not been indexed yet; run `dory reindex`",
+    }
 
 
 # -- get -----------------------------------------------------------------------------------------
@@ -334,11 +367,19 @@ def test_get_returns_exact_lines_frontmatter_and_file_hash(cli: Cli) -> None:
     assert run.code == 0, run
     raw = (cli.root / ENGINES).read_bytes()
     assert run.json() == {
-        "path": ENGINES, "title": "Engines",
-        "frontmatter": {"title": "Engines", "type": "knowledge", "tags": ["history", "computing"],
-                        "date": "2024-03-01"},
-        "frontmatter_error": None, "hash": "sha256:" + hashlib.sha256(raw).hexdigest(), "total_lines": 12,
-        "from_line": 7, "to_line": 9,
+        "path": ENGINES,
+        "title": "Engines",
+        "frontmatter": {
+            "title": "Engines",
+            "type": "knowledge",
+            "tags": ["history", "computing"],
+            "date": "2024-03-01",
+        },
+        "frontmatter_error": None,
+        "hash": "sha256:" + hashlib.sha256(raw).hexdigest(),
+        "total_lines": 12,
+        "from_line": 7,
+        "to_line": 9,
         "content": "# Engines\n\nBabbage designed the difference engine; the quokka-7 prototype never ran.",
     }
 
@@ -353,12 +394,15 @@ def test_human_get_prints_header_with_path_and_hash_then_the_lines(cli: Cli) -> 
     assert run.stdout == f"# {KILN}  lines 1-2 of 9  {digest}\n---\ntitle: Kiln\n"
 
 
-@pytest.mark.parametrize(("key", "code", "exit_code", "message"), [
-    (batched(*IX, "get", "../x.md", "--json"), "path_outside_corpus", 4, "path escapes the corpus: ../x.md"),
-    (batched(*IX, "get", "missing.md", "--json"), "not_found", 3, "no such file in the corpus: missing.md"),
-], ids=["traversal", "missing"])
-def test_get_errors_have_exit_code_and_json_body(cli: Cli, key: Key, code: str, exit_code: int,
-                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("key", "code", "exit_code", "message"),
+    [
+        (batched(*IX, "get", "../x.md", "--json"), "path_outside_corpus", 4, "path escapes the corpus: ../x.md"),
+        (batched(*IX, "get", "missing.md", "--json"), "not_found", 3, "no such file in the corpus: missing.md"),
+    ],
+    ids=["traversal", "missing"],
+)
+def test_get_errors_have_exit_code_and_json_body(cli: Cli, key: Key, code: str, exit_code: int, message: str) -> None:
     run = cli[key]
     assert run.code == exit_code, run
     err = run.error()
@@ -384,16 +428,38 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
     run = cli[STATUS]
     assert run.code == 0, run
     body = run.json()
-    assert set(body) == {"corpus", "state_dir", "files_on_disk", "files_indexed", "chunks", "vectors",
-                         "vectors_pending", "pending_changes", "embedder", "fingerprint", "fingerprint_matches",
-                         "vector_index", "skipped", "broken_frontmatter", "last_reindex", "index_bytes", "warnings",
-                         "daemon", "jobs", "sessions"}
+    assert set(body) == {
+        "corpus",
+        "state_dir",
+        "files_on_disk",
+        "files_indexed",
+        "chunks",
+        "vectors",
+        "vectors_pending",
+        "pending_changes",
+        "embedder",
+        "fingerprint",
+        "fingerprint_matches",
+        "vector_index",
+        "skipped",
+        "broken_frontmatter",
+        "last_reindex",
+        "index_bytes",
+        "warnings",
+        "daemon",
+        "jobs",
+        "sessions",
+    }
     root = cli.root.resolve()
     assert (body["corpus"], body["state_dir"]) == (str(root), str(root / ".dory"))
     assert (body["files_on_disk"], body["files_indexed"]) == (5, 4)
     assert body["chunks"] >= 4 and body["vectors"] == 0 and body["vectors_pending"] == body["chunks"]
     assert (body["embedder"], body["fingerprint"], body["fingerprint_matches"], body["vector_index"]) == (
-        "none", None, False, "missing")
+        "none",
+        None,
+        False,
+        "missing",
+    )
     assert [(s["path"], s["reason"]) for s in body["skipped"]] == [("knowledge/latin.md", "not_utf8")]
     assert [(s["path"], s["reason"]) for s in body["broken_frontmatter"]] == [(BROKEN, "broken_frontmatter")]
     assert body["broken_frontmatter"][0]["detail"].startswith("broken YAML frontmatter")
@@ -449,11 +515,17 @@ def test_models_status_json(cli: Cli) -> None:
 
 
 # -- usage and configuration errors --------------------------------------------------------------
-@pytest.mark.parametrize(("key", "message"), [
-    (batched(*IX, "search", "quokka", "--mode", "bogus", "--json"),
-     "mode: Value error, unknown mode 'bogus'; use one of bm25, vector, hybrid, exact, recall"),
-    (batched(*IX, "search", "   ", "--json"), "query: Value error, query is blank"),
-], ids=["unknown-mode", "blank-query"])
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (
+            batched(*IX, "search", "quokka", "--mode", "bogus", "--json"),
+            "mode: Value error, unknown mode 'bogus'; use one of bm25, vector, hybrid, exact, recall",
+        ),
+        (batched(*IX, "search", "   ", "--json"), "query: Value error, query is blank"),
+    ],
+    ids=["unknown-mode", "blank-query"],
+)
 def test_bad_arguments_are_usage_errors_with_exit_2(cli: Cli, key: Key, message: str) -> None:
     run = cli[key]
     assert run.code == 2, run
@@ -481,8 +553,9 @@ def test_corpus_found_from_the_current_folder(cli: Cli) -> None:
     assert run.json()["corpus"] == str(cli.root.resolve())
 
 
-STATE_FLAG_BEATS_ENV = batched(*IX, "--state-dir", "{root}/.dory", "status", "--json",
-                               env={"DORY_STATE_DIR": "{base}/elsewhere"})
+STATE_FLAG_BEATS_ENV = batched(
+    *IX, "--state-dir", "{root}/.dory", "status", "--json", env={"DORY_STATE_DIR": "{base}/elsewhere"}
+)
 STATE_ENV = batched(*IX, "status", "--json", env={"DORY_STATE_DIR": "{base}/elsewhere"})
 
 
@@ -529,11 +602,17 @@ BAD_TOML = {
 }
 
 
-@pytest.mark.parametrize(("key", "message_tail"), [
-    (batched("--corpus", "{base}/broken-toml", "status", "--json"),
-     "Expected ']' at the end of a table declaration (at line 1, column 7)"),
-    (batched("--corpus", "{base}/unknown-section", "status", "--json"), "unknown section [indexer]"),
-], ids=["broken-toml", "unknown-section"])
+@pytest.mark.parametrize(
+    ("key", "message_tail"),
+    [
+        (
+            batched("--corpus", "{base}/broken-toml", "status", "--json"),
+            "Expected ']' at the end of a table declaration (at line 1, column 7)",
+        ),
+        (batched("--corpus", "{base}/unknown-section", "status", "--json"), "unknown section [indexer]"),
+    ],
+    ids=["broken-toml", "unknown-section"],
+)
 def test_invalid_dory_toml_is_a_config_error_naming_the_file(cli: Cli, key: Key, message_tail: str) -> None:
     run = cli[key]
     assert run.code == 2, run
@@ -547,8 +626,8 @@ def test_invalid_dory_toml_is_a_config_error_naming_the_file(cli: Cli, key: Key,
 PARAPHRASE = "how do I look after my bread yeast culture"
 MODEL_NOTES = {
     "knowledge/sourdough.md": "---\ntitle: Sourdough starter\n---\n# Sourdough starter\n\n"
-                              "Feeding a sourdough starter: each morning discard half, then stir in equal weights of "
-                              "flour and water. Keep the jar at room temperature.\n",
+    "Feeding a sourdough starter: each morning discard half, then stir in equal weights of "
+    "flour and water. Keep the jar at room temperature.\n",
     "knowledge/taxes.md": "# Quarterly taxes\n\nFile the VAT return before the 7th; the accountant needs receipts.\n",
     "knowledge/bicycle.md": "# Road bicycle\n\nAdjust the rear derailleur with the barrel adjuster, quarter turns.\n",
     "knowledge/tomatoes.md": "# Tomato plants\n\nPinch out side shoots weekly and tie the stems to canes.\n",
@@ -564,10 +643,12 @@ def test_real_model_finds_a_paraphrase_with_no_shared_words(dory, make_corpus) -
     assert first.code == 0, first
     body = first.json()
     assert body["chunks_written"] == 5 and body["vectors_embedded"] == 5 and body["vectors_pending"] == 0
-    runs = [(*base, "search", PARAPHRASE, "--mode", "bm25", "--json"),
-            (*base, "search", PARAPHRASE, "--mode", "vector", "--debug", "--json"),
-            (*base, "search", PARAPHRASE, "--json"),
-            (*base, "status", "--json")]
+    runs = [
+        (*base, "search", PARAPHRASE, "--mode", "bm25", "--json"),
+        (*base, "search", PARAPHRASE, "--mode", "vector", "--debug", "--json"),
+        (*base, "search", PARAPHRASE, "--json"),
+        (*base, "status", "--json"),
+    ]
     with ThreadPoolExecutor(max_workers=4) as pool:
         bm25, vector, hybrid, status = pool.map(lambda args: dory(*args, backend=None), runs)
     # No lexical overlap: keyword search cannot find the note...
@@ -579,5 +660,9 @@ def test_real_model_finds_a_paraphrase_with_no_shared_words(dory, make_corpus) -
     assert hybrid.json()["mode"] == "hybrid" and hybrid.json()["warnings"] == []
     state = status.json()
     assert (state["vectors"], state["vectors_pending"], state["fingerprint_matches"], state["vector_index"]) == (
-        5, 0, True, "flat")
+        5,
+        0,
+        True,
+        "flat",
+    )
     assert state["fingerprint"]["dims"] == 384 and state["warnings"] == []

@@ -28,8 +28,23 @@ from dory.surfaces.cli import cli
 SESSION_ID = "pack-1"
 TRANSCRIPT = "logs/sessions/unknown/laptop/2026-11-22-pack-1.md"
 SUMMARY = "logs/sessions/unknown/laptop/2026-11-22-pack-1.summary.md"
-TOPICS = ["kettle", "lantern", "harbor", "violin", "glacier", "orchard", "compass", "meadow", "quarry", "saddle",
-          "tundra", "walnut", "beacon", "canyon", "falcon"]
+TOPICS = [
+    "kettle",
+    "lantern",
+    "harbor",
+    "violin",
+    "glacier",
+    "orchard",
+    "compass",
+    "meadow",
+    "quarry",
+    "saddle",
+    "tundra",
+    "walnut",
+    "beacon",
+    "canyon",
+    "falcon",
+]
 DECISION = "We decided to use the harbor crane for the pelican project from now on."
 LOG = "".join(f"line {n}: the build step {n} copied artefact-{n}.tar.gz to the cache folder\n" for n in range(60))
 CALL = "bash: make build --jobs 4"
@@ -40,12 +55,22 @@ def records() -> list[dict[str, Any]]:
     turn 5 states a decision (a durable fact compaction proposes)."""
     out: list[dict[str, Any]] = []
     for n, topic in enumerate(TOPICS):
-        out.append({"type": "user", "timestamp": f"2026-11-22T09:{n:02d}:00Z",
-                    "content": f"Question {n}: tell me about the {topic} and why the {topic} matters for the "
-                               "pelican project in detail please."})
-        out.append({"type": "assistant", "timestamp": f"2026-11-22T09:{n:02d}:30Z",
-                    "content": f"Answer {n}: the {topic} matters because the {topic} supports the pelican "
-                               "project in several ways, including logistics and planning."})
+        out.append(
+            {
+                "type": "user",
+                "timestamp": f"2026-11-22T09:{n:02d}:00Z",
+                "content": f"Question {n}: tell me about the {topic} and why the {topic} matters for the "
+                "pelican project in detail please.",
+            }
+        )
+        out.append(
+            {
+                "type": "assistant",
+                "timestamp": f"2026-11-22T09:{n:02d}:30Z",
+                "content": f"Answer {n}: the {topic} matters because the {topic} supports the pelican "
+                "project in several ways, including logistics and planning.",
+            }
+        )
     out[0].update(session_id=SESSION_ID, title="Long packing session")
     out[3]["tool_calls"] = [{"name": "bash", "arguments": {"command": "make build --jobs 4"}}]
     out[4] = {"type": "tool_result", "timestamp": "2026-11-22T09:02:00Z", "content": LOG}
@@ -105,8 +130,9 @@ def template(dory: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
     (base / "pack.jsonl").write_text(JSONL, encoding="utf-8")
     corpus = base / "corpus"
     corpus.mkdir()
-    ingested = ok_json(dory("--corpus", str(corpus), "sessions", "ingest", str(base / "pack.jsonl"),
-                            "--device", "laptop", "--json"))
+    ingested = ok_json(
+        dory("--corpus", str(corpus), "sessions", "ingest", str(base / "pack.jsonl"), "--device", "laptop", "--json")
+    )
     assert [(s["path"], s["action"], s["messages"]) for s in ingested["sessions"]] == [(TRANSCRIPT, "created", 30)]
     shown = ok_json(dory("--corpus", str(corpus), "sessions", "show", SESSION_ID, "--json"))
     assert len(shown["turns"]) == 30 and shown["summary"] is None
@@ -172,7 +198,9 @@ def check_packed(res: dict[str, Any], budget: int, turns: list[dict[str, Any]]) 
         assert f"[archived: {archived['messages']} message" in item["text"]
     assert res["protected"] == order[-6:]
     shown = [item["id"] for item in res["items"] if item["kind"] == "message"]
-    archived_ids = [i for a in res["archived"] for i in order[order.index(a["first_id"]):order.index(a["last_id"]) + 1]]
+    archived_ids = [
+        i for a in res["archived"] for i in order[order.index(a["first_id"]) : order.index(a["last_id"]) + 1]
+    ]
     assert sorted(shown + archived_ids, key=order.index) == order and len(shown + archived_ids) == 30
     assert sum(a["messages"] for a in res["archived"]) == len(archived_ids)
 
@@ -181,8 +209,11 @@ def check_packed(res: dict[str, Any], budget: int, turns: list[dict[str, Any]]) 
 def test_pack_then_compact_then_pack_starts_with_the_summary(run, root: Path, session, tree_digest) -> None:
     turns = session
     before = tree_digest(root)
-    first, dry = parallel(run, ("context", "pack", "--session", SESSION_ID, "--budget", "400", "--reserve", "0"),
-                          ("sessions", "compact", SESSION_ID, "--retain", "4", "--dry-run"))
+    first, dry = parallel(
+        run,
+        ("context", "pack", "--session", SESSION_ID, "--budget", "400", "--reserve", "0"),
+        ("sessions", "compact", SESSION_ID, "--retain", "4", "--dry-run"),
+    )
     first = ok_json(first)
     check_packed(first, 400, turns)
     assert first["items"][0]["kind"] == "placeholder" and first["recalled"] == []
@@ -193,8 +224,12 @@ def test_pack_then_compact_then_pack_starts_with_the_summary(run, root: Path, se
     assert dry["warnings"] == [f"would propose (decision, We decided to use the harbor crane for): {DECISION}"]
 
     res = ok_json(run("sessions", "compact", SESSION_ID, "--retain", "4"))
-    assert (res["path"], res["summary_path"], res["method"], res["dry_run"]) == (TRANSCRIPT, SUMMARY, "extractive",
-                                                                                  False)
+    assert (res["path"], res["summary_path"], res["method"], res["dry_run"]) == (
+        TRANSCRIPT,
+        SUMMARY,
+        "extractive",
+        False,
+    )
     assert (res["messages_before"], res["messages_after"], res["proposals_existing"], res["llm"]) == (30, 5, 0, None)
     assert res["summary"] == dry["summary"] and res["tokens_before"] > res["tokens_after"] > 0
     [proposal] = res["proposals"]
@@ -204,14 +239,17 @@ def test_pack_then_compact_then_pack_starts_with_the_summary(run, root: Path, se
     source = f"{TRANSCRIPT}#{turns[5]['id']}"
     assert (write["kind"], write["content"], write["source"]) == ("decision", DECISION, source)
     summary_text = (root / SUMMARY).read_text(encoding="utf-8")
-    assert summary_text.startswith("---\ntype: \"session_summary\"\nsession_id: \"pack-1\"\n")
+    assert summary_text.startswith('---\ntype: "session_summary"\nsession_id: "pack-1"\n')
     assert f'covers_through: "{turns[25]["id"]}"\n' in summary_text and summary_text.endswith(f"\n{res['summary']}\n")
     assert "Question 13" not in res["summary"] and "falcon" not in res["summary"]  # the retained tail
     proposals_before = {p.name: p.read_bytes() for p in proposed}
 
-    again, packed, listing = parallel(run, ("sessions", "compact", SESSION_ID, "--retain", "4"),
-                                      ("context", "pack", "--session", SESSION_ID, "--budget", "600", "--reserve", "0"),
-                                      ("sessions", "list"))
+    again, packed, listing = parallel(
+        run,
+        ("sessions", "compact", SESSION_ID, "--retain", "4"),
+        ("context", "pack", "--session", SESSION_ID, "--budget", "600", "--reserve", "0"),
+        ("sessions", "list"),
+    )
     again = ok_json(again)
     assert (again["proposals"], again["proposals_existing"]) == ([], 1)
     assert {p.name: p.read_bytes() for p in (root / "inbox" / "proposed").glob("*.json")} == proposals_before
@@ -225,9 +263,12 @@ def test_pack_then_compact_then_pack_starts_with_the_summary(run, root: Path, se
 
 
 def test_compact_retain_and_a_missing_session(run, session) -> None:
-    all_kept, none_kept, missing = parallel(run, ("sessions", "compact", SESSION_ID, "--retain", "30", "--dry-run"),
-                                            ("sessions", "compact", SESSION_ID, "--retain", "0", "--dry-run"),
-                                            ("sessions", "compact", "no-such-session"))
+    all_kept, none_kept, missing = parallel(
+        run,
+        ("sessions", "compact", SESSION_ID, "--retain", "30", "--dry-run"),
+        ("sessions", "compact", SESSION_ID, "--retain", "0", "--dry-run"),
+        ("sessions", "compact", "no-such-session"),
+    )
     assert ok_json(all_kept)["messages_after"] == 31
     assert ok_json(none_kept)["messages_after"] == 1
     failed(missing, 3, "not_found", "no session 'no-such-session'; `dory sessions list` shows them")
@@ -235,19 +276,33 @@ def test_compact_retain_and_a_missing_session(run, session) -> None:
 
 def test_compact_with_a_model_from_the_environment(dory, root: Path, session) -> None:
     with FakeLlm() as llm:
-        env = {"DORY_LLM_BACKEND": "openai", "DORY_LLM_URL": llm.url, "DORY_LLM_MODEL": "fake-model",
-               "DORY_LLM_TIMEOUT_S": "5", "DORY_LLM_RETRIES": "0"}
-        llm.script(ok({"files_modified": [], "key_decisions": ["Use the  harbor crane."],
-                       "important_values": ["artefact-7.tar.gz", "artefact-7.tar.gz"],
-                       "current_state": "Planning   is done.", "pending_tasks": []}),
-                   status(500, "overloaded"))
+        env = {
+            "DORY_LLM_BACKEND": "openai",
+            "DORY_LLM_URL": llm.url,
+            "DORY_LLM_MODEL": "fake-model",
+            "DORY_LLM_TIMEOUT_S": "5",
+            "DORY_LLM_RETRIES": "0",
+        }
+        llm.script(
+            ok(
+                {
+                    "files_modified": [],
+                    "key_decisions": ["Use the  harbor crane."],
+                    "important_values": ["artefact-7.tar.gz", "artefact-7.tar.gz"],
+                    "current_state": "Planning   is done.",
+                    "pending_tasks": [],
+                }
+            ),
+            status(500, "overloaded"),
+        )
         first = ok_json(dory("--corpus", str(root), "sessions", "compact", SESSION_ID, "--json", env=env))
         assert first["method"] == "llm" and first["warnings"] == []
         assert first["llm"] == {"attempted": 1, "produced": 1, "empty": 0, "failed": 0, "retried": 0}
         assert first["summary"] == (
             "<continuation_summary>\n## Files Modified\n- (none)\n## Key Decisions\n- Use the harbor crane.\n"
             "## Important Values\n- artefact-7.tar.gz\n## Current State\n- Planning is done.\n"
-            "## Pending Tasks\n- (none)\n</continuation_summary>")
+            "## Pending Tasks\n- (none)\n</continuation_summary>"
+        )
         transcript = llm.chat_requests[0].messages[1]["content"]
         assert transcript.startswith("Transcript:\n[") and f"] tool: {LOG}" in transcript
         on_disk = (root / SUMMARY).read_bytes()
@@ -255,27 +310,34 @@ def test_compact_with_a_model_from_the_environment(dory, root: Path, session) ->
         second = dory("--corpus", str(root), "sessions", "compact", SESSION_ID, env=env)  # human output
         assert second.code == 0, second
         assert second.stdout.startswith(f"wrote {SUMMARY} (kept_previous, ")
-        assert (f"! LLM endpoint {llm.url}/v1/chat/completions (model 'fake-model', task 'compaction') answered "
-                "HTTP 500 (tried 1 times): overloaded; the previous summary was kept") in second.stdout
+        assert (
+            f"! LLM endpoint {llm.url}/v1/chat/completions (model 'fake-model', task 'compaction') answered "
+            "HTTP 500 (tried 1 times): overloaded; the previous summary was kept"
+        ) in second.stdout
         assert (root / SUMMARY).read_bytes() == on_disk
         assert len(llm.chat_requests) == 2
 
 
 # -- --messages ---------------------------------------------------------------------------------------
 def test_pack_messages_from_a_file_or_stdin(invoke, root: Path) -> None:
-    conversation = [{"role": "user", "content": "hello there", "id": "u-1"},
-                    {"role": "assistant", "content": "Hi! What can I do for you today?"},
-                    {"role": "tool", "content": "ok", "kind": "tool_result", "time": "2026-11-22T10:00:00Z"}]
+    conversation = [
+        {"role": "user", "content": "hello there", "id": "u-1"},
+        {"role": "assistant", "content": "Hi! What can I do for you today?"},
+        {"role": "tool", "content": "ok", "kind": "tool_result", "time": "2026-11-22T10:00:00Z"},
+    ]
     (root.parent / "messages.json").write_text(json.dumps(conversation), encoding="utf-8")
-    from_file = invoke("context", "pack", "--messages", str(root.parent / "messages.json"), "--budget", "300",
-                       "--reserve", "0")
-    from_stdin = invoke("context", "pack", "--messages", "-", "--budget", "300", "--reserve", "0",
-                        input=json.dumps(conversation))
+    from_file = invoke(
+        "context", "pack", "--messages", str(root.parent / "messages.json"), "--budget", "300", "--reserve", "0"
+    )
+    from_stdin = invoke(
+        "context", "pack", "--messages", "-", "--budget", "300", "--reserve", "0", input=json.dumps(conversation)
+    )
     res = ok_json(from_file)
     assert ok_json(from_stdin) == res
     assert (res["lane"], res["archived"], res["warnings"]) == ("pass_through", [], [])
     assert [(i["kind"], i["role"], i["text"], i["time"]) for i in res["items"]] == [
-        ("message", m["role"], m["content"], m.get("time")) for m in conversation]
+        ("message", m["role"], m["content"], m.get("time")) for m in conversation
+    ]
     assert res["items"][0]["id"] == "u-1" and res["items"][1]["id"].startswith("m-")
     assert res["tokens"] == sum(i["tokens"] for i in res["items"]) <= 150
 
@@ -286,15 +348,24 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
     (folder / "object.json").write_text('{"role": "user", "content": "x"}', encoding="utf-8")
     (folder / "role.json").write_text('[{"role": "narrator", "content": "x"}]', encoding="utf-8")
     (folder / "good.json").write_text('[{"role": "user", "content": "x"}]', encoding="utf-8")
-    bad, obj, role, both, neither, tiny = (invoke(*call) for call in (
-        ("context", "pack", "--messages", str(folder / "bad.json"), "--budget", "300"),
-        ("context", "pack", "--messages", str(folder / "object.json"), "--budget", "300"),
-        ("context", "pack", "--messages", str(folder / "role.json"), "--budget", "300"),
-        ("context", "pack", "--messages", str(folder / "good.json"), "--session", SESSION_ID, "--budget", "300"),
-        ("context", "pack", "--budget", "300"),
-        ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "100")))
-    failed(bad, 2, "usage_error", "--messages is not a JSON array of messages: Expecting property name enclosed in "
-                                  "double quotes: line 1 column 2 (char 1)")
+    bad, obj, role, both, neither, tiny = (
+        invoke(*call)
+        for call in (
+            ("context", "pack", "--messages", str(folder / "bad.json"), "--budget", "300"),
+            ("context", "pack", "--messages", str(folder / "object.json"), "--budget", "300"),
+            ("context", "pack", "--messages", str(folder / "role.json"), "--budget", "300"),
+            ("context", "pack", "--messages", str(folder / "good.json"), "--session", SESSION_ID, "--budget", "300"),
+            ("context", "pack", "--budget", "300"),
+            ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "100"),
+        )
+    )
+    failed(
+        bad,
+        2,
+        "usage_error",
+        "--messages is not a JSON array of messages: Expecting property name enclosed in "
+        "double quotes: line 1 column 2 (char 1)",
+    )
     failed(obj, 2, "usage_error", "--messages must hold a JSON array of messages")
     failed(role, 2, "usage_error", "role: Input should be 'user', 'assistant', 'tool' or 'system'")
     failed(both, 2, "usage_error", "input: Value error, give exactly one of session and messages")
@@ -314,12 +385,15 @@ def test_remind_returns_the_stored_text_of_messages_and_chunks(run, session) -> 
     plain, called, log = turns[7], turns[3], turns[4]
     assert (called["tool_calls"], log["role"], log["text"]) == ([CALL], "tool", LOG.rstrip("\n"))
     reminded, chunked, whole = parallel(
-        run, ("context", "remind", plain["id"], called["id"], "m-000000000000", log["id"]),
+        run,
+        ("context", "remind", plain["id"], called["id"], "m-000000000000", log["id"]),
         ("context", "remind", *(f"{log['id']}#{n}" for n in range(1, 13)), "--session", SESSION_ID),
-        ("context", "pack", "--session", SESSION_ID, "--budget", "100000"))
+        ("context", "pack", "--session", SESSION_ID, "--budget", "100000"),
+    )
     res = ok_json(reminded)
     assert [(i["id"], i["session_id"], i["path"], i["role"], i["time"]) for i in res["items"]] == [
-        (t["id"], SESSION_ID, TRANSCRIPT, t["role"], t["time"]) for t in (plain, called, log)]
+        (t["id"], SESSION_ID, TRANSCRIPT, t["role"], t["time"]) for t in (plain, called, log)
+    ]
     assert res["missing"] == ["m-000000000000"]
     assert res["items"][0]["text"] == plain["text"]  # exactly what `sessions show` reports
     assert res["items"][1]["text"] == f"{called['text']}\n\nTool calls:\n- {CALL}"
@@ -343,9 +417,11 @@ def test_mark_writes_the_weight_into_the_frontmatter_and_pack_recalls_it(run, do
     old, other = turns[2], turns[8]
     file = root / TRANSCRIPT
     before = file.read_bytes()
-    unmarked, unknown = parallel(run, ("context", "pack", "--session", SESSION_ID, "--budget", "400",
-                                       "--reserve", "0"),
-                                 ("context", "mark", "m-000000000000", "--weight", "5"))
+    unmarked, unknown = parallel(
+        run,
+        ("context", "pack", "--session", SESSION_ID, "--budget", "400", "--reserve", "0"),
+        ("context", "mark", "m-000000000000", "--weight", "5"),
+    )
     unmarked = ok_json(unmarked)
     check_packed(unmarked, 400, turns)
     assert unmarked["recalled"] == []
@@ -353,7 +429,11 @@ def test_mark_writes_the_weight_into_the_frontmatter_and_pack_recalls_it(run, do
     assert file.read_bytes() == before
 
     assert ok_json(run("context", "mark", old["id"], "--weight", "5")) == {
-        "id": old["id"], "session_id": SESSION_ID, "path": TRANSCRIPT, "weight": 5.0}
+        "id": old["id"],
+        "session_id": SESSION_ID,
+        "path": TRANSCRIPT,
+        "weight": 5.0,
+    }
     marked_bytes = file.read_bytes()
     assert split_note(marked_bytes)[1] == split_note(before)[1]  # the body is untouched, byte for byte
     assert frontmatter_lines(marked_bytes) == [*frontmatter_lines(before)[:-2], f"weights: {old['id']}=5", "---", ""]
@@ -366,9 +446,11 @@ def test_mark_writes_the_weight_into_the_frontmatter_and_pack_recalls_it(run, do
 
     ok_json(run("reindex", "--full"))
     assert file.read_bytes() == marked_bytes
-    after_reindex, second_mark = parallel(run, ("context", "pack", "--session", SESSION_ID, "--budget", "400",
-                                                "--reserve", "0"),
-                                          ("context", "mark", other["id"], "--weight", "0.5", "--session", SESSION_ID))
+    after_reindex, second_mark = parallel(
+        run,
+        ("context", "pack", "--session", SESSION_ID, "--budget", "400", "--reserve", "0"),
+        ("context", "mark", other["id"], "--weight", "0.5", "--session", SESSION_ID),
+    )
     # The pack may run before or after the concurrent mark of `other`; the weight of `old` holds either way.
     assert old["id"] in ok_json(after_reindex)["recalled"]
     ok_json(second_mark)

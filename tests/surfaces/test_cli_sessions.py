@@ -61,7 +61,7 @@ def body(data: bytes) -> bytes:
     """A note's bytes after its frontmatter (the closing `---` line included in the split)."""
     assert data.startswith(b"---\n"), data[:40]
     end = data.index(b"\n---\n", 3)
-    return data[end + 5:]
+    return data[end + 5 :]
 
 
 def frontmatter(data: bytes) -> bytes:
@@ -70,7 +70,7 @@ def frontmatter(data: bytes) -> bytes:
 
 def turn_lines(root: Path, hit: dict[str, Any]) -> list[str]:
     lines = (root / hit["path"]).read_text(encoding="utf-8").split("\n")
-    return lines[hit["start_line"] - 1: hit["end_line"]]
+    return lines[hit["start_line"] - 1 : hit["end_line"]]
 
 
 def session_ids(listing: dict[str, Any]) -> list[str]:
@@ -105,20 +105,48 @@ def run(dory, root: Path) -> Callable[..., Any]:
 
 # -- 1. ingest of each harness format ------------------------------------------------------------
 CLAUDE_MORE = jsonl(
-    {"parentUuid": "u-0013", "isSidechain": False, "type": "user", "sessionId": CLAUDE_ID, "uuid": "u-0014",
-     "timestamp": "2026-11-20T10:04:00.000Z", "message": {"role": "user", "content": "Does the pelican test pass?"}},
-    {"parentUuid": "u-0014", "isSidechain": False, "type": "assistant", "sessionId": CLAUDE_ID, "uuid": "u-0015",
-     "timestamp": "2026-11-20T10:04:05.000Z",
-     "message": {"id": "msg_01DDD", "role": "assistant",
-                 "content": [{"type": "text", "text": "Yes, pelican passes."}]}},
+    {
+        "parentUuid": "u-0013",
+        "isSidechain": False,
+        "type": "user",
+        "sessionId": CLAUDE_ID,
+        "uuid": "u-0014",
+        "timestamp": "2026-11-20T10:04:00.000Z",
+        "message": {"role": "user", "content": "Does the pelican test pass?"},
+    },
+    {
+        "parentUuid": "u-0014",
+        "isSidechain": False,
+        "type": "assistant",
+        "sessionId": CLAUDE_ID,
+        "uuid": "u-0015",
+        "timestamp": "2026-11-20T10:04:05.000Z",
+        "message": {
+            "id": "msg_01DDD",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Yes, pelican passes."}],
+        },
+    },
 )
 CODEX_MORE = jsonl(
-    {"timestamp": "2026-11-21T09:02:00.000Z", "type": "response_item",
-     "payload": {"type": "message", "role": "user",
-                 "content": [{"type": "input_text", "text": "pelican deploy done?"}]}},
-    {"timestamp": "2026-11-21T09:02:05.000Z", "type": "response_item",
-     "payload": {"type": "message", "role": "assistant",
-                 "content": [{"type": "output_text", "text": "Yes, the pelican deploy finished."}]}},
+    {
+        "timestamp": "2026-11-21T09:02:00.000Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "pelican deploy done?"}],
+        },
+    },
+    {
+        "timestamp": "2026-11-21T09:02:05.000Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Yes, the pelican deploy finished."}],
+        },
+    },
 )
 GENERIC_MORE = jsonl(
     {"type": "user", "timestamp": "2026-11-22T08:03:00Z", "content": "one more thing about the pelican rota"},
@@ -137,26 +165,52 @@ def extended(source: Path, more: str) -> bytes:
 
 FORMATS = {
     "claude-code": dict(
-        source=CLAUDE, more=CLAUDE_MORE, fmt="claude-code", session_id=CLAUDE_ID, title="Fix the flaky login test",
-        path=f"logs/sessions/claude-code/laptop/2026-11-20-{CLAUDE_ID}.md", messages=9, redactions=2,
-        problems=[{"line": 14, "message": "not valid JSON: Expecting ',' delimiter at column 98"},
-                  {"line": 15, "message": "user record without a message object"},
-                  {"line": 17, "message": "truncated last line: no newline and incomplete JSON"}],
-        problems_after=[14, 15]),
+        source=CLAUDE,
+        more=CLAUDE_MORE,
+        fmt="claude-code",
+        session_id=CLAUDE_ID,
+        title="Fix the flaky login test",
+        path=f"logs/sessions/claude-code/laptop/2026-11-20-{CLAUDE_ID}.md",
+        messages=9,
+        redactions=2,
+        problems=[
+            {"line": 14, "message": "not valid JSON: Expecting ',' delimiter at column 98"},
+            {"line": 15, "message": "user record without a message object"},
+            {"line": 17, "message": "truncated last line: no newline and incomplete JSON"},
+        ],
+        problems_after=[14, 15],
+    ),
     "codex": dict(
-        source=CODEX, more=CODEX_MORE, fmt="codex", session_id=CODEX_ID,
+        source=CODEX,
+        more=CODEX_MORE,
+        fmt="codex",
+        session_id=CODEX_ID,
         title="deploy.sh fails with 401 even though it sends Authorization: Bearer [REDACTED] \u2014 why?",
-        path=f"logs/sessions/codex/laptop/2026-11-21-{CODEX_ID}.md", messages=8, redactions=3,
-        problems=[{"line": 17, "message": "response_item record without a payload object"},
-                  {"line": 18, "message": "not valid JSON: Expecting value at column 1"}],
-        problems_after=[17, 18]),
+        path=f"logs/sessions/codex/laptop/2026-11-21-{CODEX_ID}.md",
+        messages=8,
+        redactions=3,
+        problems=[
+            {"line": 17, "message": "response_item record without a payload object"},
+            {"line": 18, "message": "not valid JSON: Expecting value at column 1"},
+        ],
+        problems_after=[17, 18],
+    ),
     "jsonl": dict(
-        source=GENERIC, more=GENERIC_MORE, fmt="jsonl", session_id="chat-42", title="Rotate the API keys",
-        path=GENERIC_PATH, messages=5, redactions=3,
-        problems=[{"line": 4, "message": "not valid JSON: Unterminated string starting at at column 71"},
-                  {"line": 7, "message": "unknown message type 'reaction'"},
-                  {"line": 8, "message": "content must be text or a list of parts, not int"}],
-        problems_after=[4, 7, 8]),
+        source=GENERIC,
+        more=GENERIC_MORE,
+        fmt="jsonl",
+        session_id="chat-42",
+        title="Rotate the API keys",
+        path=GENERIC_PATH,
+        messages=5,
+        redactions=3,
+        problems=[
+            {"line": 4, "message": "not valid JSON: Unterminated string starting at at column 71"},
+            {"line": 7, "message": "unknown message type 'reaction'"},
+            {"line": 8, "message": "content must be text or a list of parts, not int"},
+        ],
+        problems_after=[4, 7, 8],
+    ),
 }
 
 
@@ -188,13 +242,22 @@ def test_ingest_each_format_then_again_then_extended(format_runs, name: str) -> 
     root = steps["root"]
     res = ok(steps["first"])
     assert (res["source"], res["format"], res["dry_run"], res["indexed"]) == (
-        str(case["source"]), case["fmt"], False, True)
+        str(case["source"]),
+        case["fmt"],
+        False,
+        True,
+    )
     assert res["problems"] == case["problems"]
     assert res["redactions"] == case["redactions"]
     [made] = res["sessions"]
     assert {k: made[k] for k in ("path", "session_id", "title", "action", "messages", "added")} == {
-        "path": case["path"], "session_id": case["session_id"], "title": case["title"], "action": "created",
-        "messages": case["messages"], "added": case["messages"]}
+        "path": case["path"],
+        "session_id": case["session_id"],
+        "title": case["title"],
+        "action": "created",
+        "messages": case["messages"],
+        "added": case["messages"],
+    }
     assert sorted(p.relative_to(root).as_posix() for p in (root / "logs").rglob("*") if p.is_file()) == [case["path"]]
     first = steps["first_bytes"]
     text = first.decode("utf-8")  # valid UTF-8: lone surrogates became U+FFFD
@@ -209,11 +272,15 @@ def test_ingest_each_format_then_again_then_extended(format_runs, name: str) -> 
     grown = ok(steps["grown"])
     [appended] = grown["sessions"]
     assert (appended["action"], appended["added"], appended["messages"], appended["path"]) == (
-        "appended", 2, case["messages"] + 2, case["path"])
+        "appended",
+        2,
+        case["messages"] + 2,
+        case["path"],
+    )
     assert [p["line"] for p in grown["problems"]] == case["problems_after"] and grown["indexed"] is True
     after = steps["grown_bytes"]
     assert body(after).startswith(body(first))  # every earlier turn byte-identical, new turns after them
-    assert b"pelican" in body(after)[len(body(first)):] and b"pelican" not in body(first)
+    assert b"pelican" in body(after)[len(body(first)) :] and b"pelican" not in body(first)
     assert f"\nmessages: {case['messages'] + 2}\n".encode() in frontmatter(after)
     no_secrets(root)
 
@@ -223,13 +290,13 @@ def test_dry_run_writes_nothing_and_stdin_ingests(run, root: Path, tree_digest) 
     before = tree_digest(root)
     dry = ok(run("sessions", "ingest", "-", "--device", "laptop", "--dry-run", input=data))
     assert (dry["dry_run"], dry["indexed"], dry["source"], dry["format"]) == (True, False, None, "codex")
-    assert [(s["action"], s["path"], s["added"]) for s in dry["sessions"]] == [
-        ("created", FORMATS["codex"]["path"], 8)]
+    assert [(s["action"], s["path"], s["added"]) for s in dry["sessions"]] == [("created", FORMATS["codex"]["path"], 8)]
     assert tree_digest(root) == before and not (root / "logs").exists()
 
     res = ok(run("sessions", "ingest", "-", "--device", "laptop", input=data))
     assert [(s["action"], s["path"], s["session_id"]) for s in res["sessions"]] == [
-        ("created", FORMATS["codex"]["path"], CODEX_ID)]
+        ("created", FORMATS["codex"]["path"], CODEX_ID)
+    ]
     assert res["source"] is None and res["indexed"] is True and res["redactions"] == 3
     written = (root / FORMATS["codex"]["path"]).read_text(encoding="utf-8")
     assert "source_path" not in written and "\nsource_format: codex\n" in written
@@ -241,36 +308,66 @@ def test_dry_run_writes_nothing_and_stdin_ingests(run, root: Path, tree_digest) 
 # -- 2. hostile input ----------------------------------------------------------------------------
 BIG_WORDS = 700_000  # a ~3.5 MB single line
 HOSTILE: dict[str, dict[str, Any]] = {
-    "latin-1 bytes": dict(data=b'{"type":"user","session_id":"latin","timestamp":"2025-01-01T00:00:00Z",'
-                               b'"content":"caf\xe9 cr\xe8me br\xfbl\xe9e"}\n',
-                          path="logs/sessions/unknown/d/2025-01-01-latin.md",
-                          text="caf\ufffd cr\ufffdme br\ufffdl\ufffde"),
-    "utf-16": dict(data='{"type":"user","content":"hello"}\n'.encode("utf-16"), format="markdown",
-                   problems=[{"line": 0, "message": "{src}: contains NUL bytes at offset 7 (binary file?)"}]),
-    "NUL bytes": dict(data=b'{"type":"user","session_id":"nul","timestamp":"2025-01-01T00:00:00Z",'
-                           b'"content":"a\\u0000b c\x00d"}\n',
-                      path="logs/sessions/unknown/d/2025-01-01-nul.md", text="ab cd"),
-    "lone surrogates": dict(data=b'{"type":"user","session_id":"sur\\ud800","title":"t\\udfff",'
-                                 b'"timestamp":"2025-01-01T00:00:00Z","content":"x \\ud800 y"}\n',
-                            path=re.compile(r"logs/sessions/unknown/d/2025-01-01-sur-[0-9a-f]{8}\.md"),
-                            text="x \ufffd y"),
+    "latin-1 bytes": dict(
+        data=b'{"type":"user","session_id":"latin","timestamp":"2025-01-01T00:00:00Z",'
+        b'"content":"caf\xe9 cr\xe8me br\xfbl\xe9e"}\n',
+        path="logs/sessions/unknown/d/2025-01-01-latin.md",
+        text="caf\ufffd cr\ufffdme br\ufffdl\ufffde",
+    ),
+    "utf-16": dict(
+        data='{"type":"user","content":"hello"}\n'.encode("utf-16"),
+        format="markdown",
+        problems=[{"line": 0, "message": "{src}: contains NUL bytes at offset 7 (binary file?)"}],
+    ),
+    "NUL bytes": dict(
+        data=b'{"type":"user","session_id":"nul","timestamp":"2025-01-01T00:00:00Z","content":"a\\u0000b c\x00d"}\n',
+        path="logs/sessions/unknown/d/2025-01-01-nul.md",
+        text="ab cd",
+    ),
+    "lone surrogates": dict(
+        data=b'{"type":"user","session_id":"sur\\ud800","title":"t\\udfff",'
+        b'"timestamp":"2025-01-01T00:00:00Z","content":"x \\ud800 y"}\n',
+        path=re.compile(r"logs/sessions/unknown/d/2025-01-01-sur-[0-9a-f]{8}\.md"),
+        text="x \ufffd y",
+    ),
     "0-byte file": dict(data=b"", format="markdown", problems=[{"line": 0, "message": "session src: no messages"}]),
-    "garbage text": dict(data=b"garbage\n\x01\x02\x03\n]]]\n", format="markdown",
-                         problems=[{"line": 0, "message": "session src: no messages"}]),
-    "garbage JSON lines": dict(data=b'{not json\n[1, 2]\n{"a": \n', format="jsonl", problems=[
-        {"line": 1, "message": "not valid JSON: Expecting property name enclosed in double quotes at column 2"},
-        {"line": 2, "message": "expected a JSON object, found list"},
-        {"line": 3, "message": "not valid JSON: Expecting value at column 7"},
-        {"line": 0, "message": "session src: no messages"}]),
-    "path-like ids": dict(data=b'{"type":"user","session_id":"../../../etc/passwd","timestamp":"2025-01-01T00:00:00Z",'
-                               b'"content":"where does this go"}\n', args=("--agent", "../../x"),
-                          path=re.compile(r"logs/sessions/x/d/2025-01-01-etc-passwd-[0-9a-f]{8}\.md"),
-                          text="where does this go"),
+    "garbage text": dict(
+        data=b"garbage\n\x01\x02\x03\n]]]\n",
+        format="markdown",
+        problems=[{"line": 0, "message": "session src: no messages"}],
+    ),
+    "garbage JSON lines": dict(
+        data=b'{not json\n[1, 2]\n{"a": \n',
+        format="jsonl",
+        problems=[
+            {"line": 1, "message": "not valid JSON: Expecting property name enclosed in double quotes at column 2"},
+            {"line": 2, "message": "expected a JSON object, found list"},
+            {"line": 3, "message": "not valid JSON: Expecting value at column 7"},
+            {"line": 0, "message": "session src: no messages"},
+        ],
+    ),
+    "path-like ids": dict(
+        data=b'{"type":"user","session_id":"../../../etc/passwd","timestamp":"2025-01-01T00:00:00Z",'
+        b'"content":"where does this go"}\n',
+        args=("--agent", "../../x"),
+        path=re.compile(r"logs/sessions/x/d/2025-01-01-etc-passwd-[0-9a-f]{8}\.md"),
+        text="where does this go",
+    ),
     "a folder": dict(data=None),
     "a missing file": dict(data=None),
-    "huge single line": dict(data=json.dumps({"type": "user", "session_id": "huge", "timestamp": "2025-01-01T00:00:00Z",
-                                              "content": "filler " * BIG_WORDS + "needlequark"}).encode() + b"\n",
-                             path="logs/sessions/unknown/d/2025-01-01-huge.md", text="needlequark"),
+    "huge single line": dict(
+        data=json.dumps(
+            {
+                "type": "user",
+                "session_id": "huge",
+                "timestamp": "2025-01-01T00:00:00Z",
+                "content": "filler " * BIG_WORDS + "needlequark",
+            }
+        ).encode()
+        + b"\n",
+        path="logs/sessions/unknown/d/2025-01-01-huge.md",
+        text="needlequark",
+    ),
 }
 
 
@@ -289,8 +386,12 @@ def hostile_runs(dory, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tu
             source.write_bytes(case["data"])
         jobs.append((name, corpus, source, case.get("args", ())))
     with ThreadPoolExecutor(max_workers=4) as pool:
-        runs = pool.map(lambda job: dory("--corpus", str(job[1]), "sessions", "ingest", str(job[2]), "--device", "d",
-                                         *job[3], "--json"), jobs)
+        runs = pool.map(
+            lambda job: dory(
+                "--corpus", str(job[1]), "sessions", "ingest", str(job[2]), "--device", "d", *job[3], "--json"
+            ),
+            jobs,
+        )
         return {name: (result, corpus, source) for (name, corpus, source, _), result in zip(jobs, runs, strict=True)}
 
 
@@ -302,13 +403,17 @@ def test_hostile_files_are_ingested_safely_or_reported(hostile_runs, tree_digest
     if "problems" in case:  # nothing usable: reported, nothing written
         problems = [p | {"message": p["message"].replace("{src}", str(source))} for p in case["problems"]]
         assert (res["format"], res["sessions"], res["problems"], res["indexed"]) == (
-            case["format"], [], problems, False)
+            case["format"],
+            [],
+            problems,
+            False,
+        )
         assert set(tree_digest(corpus)) == {"core/user.md"}
         return
     [made] = res["sessions"]
     assert made["action"] == "created" and res["indexed"] is True, res
     pattern = case["path"]
-    assert (pattern.fullmatch(made["path"]) if isinstance(pattern, re.Pattern) else made["path"] == pattern), made
+    assert pattern.fullmatch(made["path"]) if isinstance(pattern, re.Pattern) else made["path"] == pattern, made
     files = [p for p in corpus.rglob("*") if p.is_file() and ".dory" not in p.relative_to(corpus).parts]
     assert sorted(p.relative_to(corpus).as_posix() for p in files) == sorted(["core/user.md", made["path"]])
     data = (corpus / made["path"]).read_bytes()
@@ -325,10 +430,13 @@ def test_huge_single_line_is_searchable(hostile_runs, dory) -> None:
     assert len(hit["snippet"]) < 2000  # a snippet, not the 3.5 MB turn
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("a folder", "{src} is a folder; give one transcript file (or use `dory sessions import-local`)"),
-    ("a missing file", "cannot read {src}: No such file or directory"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("a folder", "{src} is a folder; give one transcript file (or use `dory sessions import-local`)"),
+        ("a missing file", "cannot read {src}: No such file or directory"),
+    ],
+)
 def test_folder_or_missing_path_is_a_usage_error(hostile_runs, tree_digest, name: str, message: str) -> None:
     result, corpus, source = hostile_runs[name]
     failed(result, 2, "usage_error", message.format(src=source))
@@ -344,14 +452,16 @@ def test_existing_transcript_with_broken_frontmatter_is_reported_and_left_alone(
     broken = path.read_bytes().replace(b"title: Rotate the API keys\n", BROKEN_YAML.encode(), 1)
     assert broken != path.read_bytes()
     path.write_bytes(broken)
-    again, shown = parallel(run, ("sessions", "ingest", str(GENERIC), "--device", "laptop"),
-                            ("sessions", "show", "chat-42"))
+    again, shown = parallel(
+        run, ("sessions", "ingest", str(GENERIC), "--device", "laptop"), ("sessions", "show", "chat-42")
+    )
     res = ok(again)
     assert res["sessions"] == [] and res["indexed"] is False
     assert res["problems"][:-1] == FORMATS["jsonl"]["problems"]
     last = res["problems"][-1]
     assert last["line"] == 0 and last["message"].startswith(
-        f"session chat-42: {GENERIC_PATH}: broken YAML frontmatter: "), last
+        f"session chat-42: {GENERIC_PATH}: broken YAML frontmatter: "
+    ), last
     failed(shown, 4, "broken_frontmatter")
     assert path.read_bytes() == broken
 
@@ -368,8 +478,7 @@ def test_unindexed_file_with_broken_frontmatter_at_the_target_path(run, root: Pa
     assert tree_digest(root) == before
 
 
-def test_a_file_where_the_transcript_folder_belongs_is_reported_not_a_traceback(run, root: Path,
-                                                                                 tree_digest) -> None:
+def test_a_file_where_the_transcript_folder_belongs_is_reported_not_a_traceback(run, root: Path, tree_digest) -> None:
     write(root, {"logs/sessions/unknown": "not a folder\n"})  # (a folder at the transcript's path: the same)
     before = tree_digest(root)
     result = run("sessions", "ingest", str(GENERIC), "--device", "laptop")
@@ -396,15 +505,32 @@ def test_a_symlink_at_the_target_path_leading_outside_is_not_followed(run, root:
 
 
 def test_show_refuses_paths_outside_the_plane_and_bad_ids(run, root: Path, tree_digest) -> None:
-    two = jsonl({"type": "user", "session_id": "chat-42", "timestamp": "2025-01-01T00:00:00Z", "content": "one"},
-                {"type": "user", "session_id": "chat-43", "timestamp": "2025-01-02T00:00:00Z", "content": "two"})
+    two = jsonl(
+        {"type": "user", "session_id": "chat-42", "timestamp": "2025-01-01T00:00:00Z", "content": "one"},
+        {"type": "user", "session_id": "chat-43", "timestamp": "2025-01-02T00:00:00Z", "content": "two"},
+    )
     made = ok(run("sessions", "ingest", "-", "--device", "d", input=two))
     assert [s["session_id"] for s in made["sessions"]] == ["chat-42", "chat-43"]
     (root / made["sessions"][1]["path"]).unlink()  # indexed, then removed behind Dory's back (no daemon)
     before = tree_digest(root)
-    runs = parallel(run, *[("sessions", "show", ident) for ident in (
-        "../../etc/passwd.md", "logs/../../x.md", "/etc/passwd.md", "core/user.md", "logs/sessions/missing.md",
-        "chat-4", "nope", "chat_4", "chat-42", "chat-43")])
+    runs = parallel(
+        run,
+        *[
+            ("sessions", "show", ident)
+            for ident in (
+                "../../etc/passwd.md",
+                "logs/../../x.md",
+                "/etc/passwd.md",
+                "core/user.md",
+                "logs/sessions/missing.md",
+                "chat-4",
+                "nope",
+                "chat_4",
+                "chat-42",
+                "chat-43",
+            )
+        ],
+    )
     failed(runs[0], 4, "path_outside_corpus", "path escapes the corpus: ../../etc/passwd.md")
     failed(runs[1], 4, "path_outside_corpus", "path escapes the corpus: logs/../../x.md")
     failed(runs[2], 4, "path_outside_corpus", "path must be relative to the corpus: /etc/passwd.md")
@@ -430,8 +556,15 @@ def test_symlink_loops_under_logs_sessions_do_not_break_reindex(run, root: Path)
     (plane / "unknown/laptop/back").symlink_to("../..")
     res = ok(run("reindex"))
     reasons = {s["path"]: s["reason"] for s in res["skipped"]}
-    assert {reasons.get(p) for p in ("logs/sessions/self", "logs/sessions/loop-a", "logs/sessions/loop-b",
-                                     "logs/sessions/unknown/laptop/back")} == {"symlink_loop"}, reasons
+    assert {
+        reasons.get(p)
+        for p in (
+            "logs/sessions/self",
+            "logs/sessions/loop-a",
+            "logs/sessions/loop-b",
+            "logs/sessions/unknown/laptop/back",
+        )
+    } == {"symlink_loop"}, reasons
     listed, found = parallel(run, ("sessions", "list"), ("sessions", "search", "worker"))
     assert [s["path"] for s in ok(listed)["sessions"]] == [GENERIC_PATH]  # no copy through a loop
     assert {h["path"] for h in ok(found)["hits"]} == {GENERIC_PATH}
@@ -441,8 +574,16 @@ def test_concurrent_ingests_of_one_session_lose_no_turn(run, root: Path, tmp_pat
     sources = []
     for n in range(4):
         source = tmp_path / f"part{n}.jsonl"
-        source.write_text(jsonl({"type": "user", "session_id": "par", "timestamp": f"2025-01-01T00:00:0{n}Z",
-                                 "content": f"slice {n} of the zebra"}))
+        source.write_text(
+            jsonl(
+                {
+                    "type": "user",
+                    "session_id": "par",
+                    "timestamp": f"2025-01-01T00:00:0{n}Z",
+                    "content": f"slice {n} of the zebra",
+                }
+            )
+        )
         sources.append(("sessions", "ingest", str(source), "--device", "d"))
     ok(run("reindex"))  # the index databases exist before the race (their own first open is another story)
     results = [ok(r) for r in parallel(run, *sources)]
@@ -476,28 +617,45 @@ ALPHA = jsonl(
     {"type": "user", "session_id": "old-1", "timestamp": "2025-01-10T09:00:00Z", "content": "old question"},
     {"type": "assistant", "session_id": "old-1", "timestamp": "2025-01-10T09:00:05Z", "content": "old answer"},
     {"type": "user", "session_id": "new-3", "timestamp": "2025-06-20T09:00:00Z", "content": "first new turn"},
-    {"type": "assistant", "session_id": "new-3", "timestamp": "2025-06-20T09:00:05Z", "content": "second new turn",
-     "tool_calls": ["Bash: ls -la"]},
+    {
+        "type": "assistant",
+        "session_id": "new-3",
+        "timestamp": "2025-06-20T09:00:05Z",
+        "content": "second new turn",
+        "tool_calls": ["Bash: ls -la"],
+    },
     {"type": "user", "session_id": "new-3", "timestamp": "2025-06-20T09:01:00Z", "content": "## third new turn"},
 )
-BETA = jsonl(
-    {"type": "user", "session_id": "mid-2", "timestamp": "2025-03-05T09:00:00Z", "content": "mid question"},
-) + '{"type": "assistant", "session_id": "mid-2", "content": "cut o'  # a cut last line: interrupted
+BETA = (
+    jsonl(
+        {"type": "user", "session_id": "mid-2", "timestamp": "2025-03-05T09:00:00Z", "content": "mid question"},
+    )
+    + '{"type": "assistant", "session_id": "mid-2", "content": "cut o'
+)  # a cut last line: interrupted
 
 
 def test_list_show_history_and_export(run, root: Path, dory) -> None:
     for agent, data in (("alpha", ALPHA), ("beta", BETA)):  # one by one on a fresh corpus (see test_first_open_…)
         assert ok(run("sessions", "ingest", "-", "--agent", agent, "--device", "d", input=data))["indexed"] is True
     new3 = "logs/sessions/alpha/d/2025-06-20-new-3.md"
-    runs = parallel(run, ("sessions", "list"), ("sessions", "list", "--agent", "alpha"),
-                    ("sessions", "list", "--since", "2025-03-01"), ("sessions", "list", "--status", "interrupted"),
-                    ("sessions", "list", "-n", "1"), ("sessions", "show", "new-3"),
-                    ("sessions", "history", "new-3", "-n", "2"),
-                    ("sessions", "export", "new-3", "--format", "markdown"))
+    runs = parallel(
+        run,
+        ("sessions", "list"),
+        ("sessions", "list", "--agent", "alpha"),
+        ("sessions", "list", "--since", "2025-03-01"),
+        ("sessions", "list", "--status", "interrupted"),
+        ("sessions", "list", "-n", "1"),
+        ("sessions", "show", "new-3"),
+        ("sessions", "history", "new-3", "-n", "2"),
+        ("sessions", "export", "new-3", "--format", "markdown"),
+    )
     listing = ok(runs[0])
     assert session_ids(listing) == ["new-3", "mid-2", "old-1"] and listing["total"] == 3
     assert [(s["agent"], s["status"], s["messages"]) for s in listing["sessions"]] == [
-        ("alpha", "done", 3), ("beta", "interrupted", 1), ("alpha", "done", 2)]
+        ("alpha", "done", 3),
+        ("beta", "interrupted", 1),
+        ("alpha", "done", 2),
+    ]
     assert session_ids(ok(runs[1])) == ["new-3", "old-1"]
     assert session_ids(ok(runs[2])) == ["new-3", "mid-2"]
     assert session_ids(ok(runs[3])) == ["mid-2"]
@@ -507,13 +665,15 @@ def test_list_show_history_and_export(run, root: Path, dory) -> None:
     assert shown["session"]["path"] == new3 and shown["total_turns"] == 3 and shown["summary"] is None
     turns = shown["turns"]
     assert [(t["role"], t["text"], t["tool_calls"]) for t in turns] == [
-        ("user", "first new turn", []), ("assistant", "second new turn", ["Bash: ls -la"]),
-        ("user", "## third new turn", [])]
+        ("user", "first new turn", []),
+        ("assistant", "second new turn", ["Bash: ls -la"]),
+        ("user", "## third new turn", []),
+    ]
     lines = (root / new3).read_text(encoding="utf-8").split("\n")
     for turn in turns:
         heading = lines[turn["start_line"] - 1]
         assert heading.startswith("## ") and heading.endswith(turn["id"]), heading
-        assert turn["text"].removeprefix("## ") in "\n".join(lines[turn["start_line"] - 1: turn["end_line"]])
+        assert turn["text"].removeprefix("## ") in "\n".join(lines[turn["start_line"] - 1 : turn["end_line"]])
     history = ok(runs[6])
     assert history["turns"] == turns[-2:] and history["total_turns"] == 3
     exported = ok(runs[7])
@@ -525,7 +685,10 @@ def test_list_show_history_and_export(run, root: Path, dory) -> None:
     default, everything = parallel(run, ("sessions", "list"), ("sessions", "list", "--all"))
     assert session_ids(ok(default)) == ["new-3", "old-1"] and ok(default)["total"] == 2
     assert [(s["session_id"], s["status"]) for s in ok(everything)["sessions"]] == [
-        ("new-3", "done"), ("mid-2", "deleted"), ("old-1", "done")]
+        ("new-3", "done"),
+        ("mid-2", "deleted"),
+        ("old-1", "done"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -551,7 +714,8 @@ def test_export_jsonl_round_trips_into_a_new_session(roundtrip) -> None:
     report = roundtrip["ingest"]
     assert report["problems"] == [] and report["redactions"] == 0  # already redacted: nothing left to find
     assert [(s["session_id"], s["action"], s["added"]) for s in report["sessions"]] == [
-        ("copy-of-claude", "created", 9)]
+        ("copy-of-claude", "created", 9)
+    ]
 
     def key(turn: dict[str, Any]) -> tuple[Any, ...]:
         return turn["role"], turn["time"], turn["text"], turn["tool_calls"]
@@ -587,10 +751,16 @@ def test_rename_delete_restore(run, root: Path, tmp_path: Path) -> None:
     assert b"\nstatus: deleted\n" in frontmatter(tombstone)
     longer = tmp_path / "generic.jsonl"
     longer.write_bytes(extended(GENERIC, GENERIC_MORE))
-    runs = parallel(run, ("sessions", "list"), ("sessions", "list", "--all"), ("sessions", "search", "worker"),
-                    ("sessions", "search", "worker", "--status", "deleted"), ("search", "worker", "--corpus", "all"),
-                    ("sessions", "ingest", str(GENERIC), "--device", "laptop"),
-                    ("sessions", "ingest", str(longer), "--device", "laptop"))
+    runs = parallel(
+        run,
+        ("sessions", "list"),
+        ("sessions", "list", "--all"),
+        ("sessions", "search", "worker"),
+        ("sessions", "search", "worker", "--status", "deleted"),
+        ("search", "worker", "--corpus", "all"),
+        ("sessions", "ingest", str(GENERIC), "--device", "laptop"),
+        ("sessions", "ingest", str(longer), "--device", "laptop"),
+    )
     assert ok(runs[0]) == {"sessions": [], "total": 0}
     assert [(s["session_id"], s["status"]) for s in ok(runs[1])["sessions"]] == [("chat-42", "deleted")]
     assert ok(runs[2])["hits"] == [] and ok(runs[4])["hits"] == []
@@ -612,16 +782,34 @@ def test_rename_delete_restore(run, root: Path, tmp_path: Path) -> None:
 
 # -- 5. search: durable vs sessions, exact turn lines, scope -------------------------------------
 TRIP = jsonl(
-    {"type": "user", "session_id": "trip-1", "title": "Trip planning", "timestamp": "2025-02-10T09:00:00Z",
-     "content": "We should book the quokka island ferry for March."},
-    {"type": "assistant", "session_id": "trip-1", "timestamp": "2025-02-10T09:00:05Z",
-     "content": "Booked: the ferry leaves at nine.\n\nBring sunscreen."},
+    {
+        "type": "user",
+        "session_id": "trip-1",
+        "title": "Trip planning",
+        "timestamp": "2025-02-10T09:00:00Z",
+        "content": "We should book the quokka island ferry for March.",
+    },
+    {
+        "type": "assistant",
+        "session_id": "trip-1",
+        "timestamp": "2025-02-10T09:00:05Z",
+        "content": "Booked: the ferry leaves at nine.\n\nBring sunscreen.",
+    },
 )
 GARDEN = jsonl(
-    {"type": "user", "session_id": "garden-7", "title": "Garden chores", "timestamp": "2025-05-03T10:00:00Z",
-     "content": "The quokka statue in the garden needs repainting."},
-    {"type": "assistant", "session_id": "garden-7", "timestamp": "2025-05-03T10:00:05Z",
-     "content": "Use exterior acrylic paint on the statue."},
+    {
+        "type": "user",
+        "session_id": "garden-7",
+        "title": "Garden chores",
+        "timestamp": "2025-05-03T10:00:00Z",
+        "content": "The quokka statue in the garden needs repainting.",
+    },
+    {
+        "type": "assistant",
+        "session_id": "garden-7",
+        "timestamp": "2025-05-03T10:00:05Z",
+        "content": "Use exterior acrylic paint on the statue.",
+    },
 )
 NOTE = {"knowledge/quokka.md": "# Quokkas\n\nQuokkas live on Rottnest Island and smile a lot.\n"}
 
@@ -641,24 +829,38 @@ def check_turn_hits(root: Path, res: dict[str, Any], word: str) -> None:
 def test_session_text_stays_out_of_durable_search_and_recall_points_at_the_turn(run, root: Path) -> None:
     write(root, NOTE)
     reindexed = ok(run("reindex"))
-    trip, garden = map(ok, parallel(
-        run, ("sessions", "ingest", "-", "--agent", "alpha", "--device", "d", {"input": TRIP}),
-        ("sessions", "ingest", "-", "--agent", "beta", "--device", "d", {"input": GARDEN})))
+    trip, garden = map(
+        ok,
+        parallel(
+            run,
+            ("sessions", "ingest", "-", "--agent", "alpha", "--device", "d", {"input": TRIP}),
+            ("sessions", "ingest", "-", "--agent", "beta", "--device", "d", {"input": GARDEN}),
+        ),
+    )
     trip_path, garden_path = trip["sessions"][0]["path"], garden["sessions"][0]["path"]
     runs = parallel(
-        run, ("search", "ferry"), ("search", "ferry", "-m", "exact"),
-        ("search", "ferry", "--corpus", "sessions"), ("search", "ferry", "--corpus", "all"),
-        ("search", "ferry", "-m", "recall"), ("search", "quokka", "--corpus", "all", "-k", "10"),
-        ("search", "quokka"), ("sessions", "search", "quokka", "--agent", "alpha"),
+        run,
+        ("search", "ferry"),
+        ("search", "ferry", "-m", "exact"),
+        ("search", "ferry", "--corpus", "sessions"),
+        ("search", "ferry", "--corpus", "all"),
+        ("search", "ferry", "-m", "recall"),
+        ("search", "quokka", "--corpus", "all", "-k", "10"),
+        ("search", "quokka"),
+        ("sessions", "search", "quokka", "--agent", "alpha"),
         ("search", "quokka", "--corpus", "sessions", "--session", "garden-7", "-m", "bm25"),
         ("sessions", "search", "quokka", "--since", "2025-04-01"),
         ("sessions", "search", "quokka", "--until", "2025-03-01"),
         ("sessions", "search", "quokka", "--since", "2025-02-11", "--until", "2025-05-02"),
-        ("search", "ferry", "-m", "exact", "--corpus", "sessions"))
+        ("search", "ferry", "-m", "exact", "--corpus", "sessions"),
+    )
     for durable in runs[0:2]:  # neither ranked nor exact durable search reads transcripts
         assert ok(durable)["hits"] == [], durable
-    for res, corpus, mode in ((ok(runs[2]), "sessions", "hybrid"), (ok(runs[3]), "all", "hybrid"),
-                              (ok(runs[4]), "sessions", "recall")):
+    for res, corpus, mode in (
+        (ok(runs[2]), "sessions", "hybrid"),
+        (ok(runs[3]), "all", "hybrid"),
+        (ok(runs[4]), "sessions", "recall"),
+    ):
         assert (res["corpus"], res["mode"]) == (corpus, mode)
         assert {h["path"] for h in res["hits"]} == {trip_path}
         check_turn_hits(root, res, "ferry")
@@ -675,16 +877,29 @@ def test_session_text_stays_out_of_durable_search_and_recall_points_at_the_turn(
     assert ok(runs[11])["hits"] == []  # trip ended before the window, the garden session began after it
     for res in (ok(runs[7]), ok(runs[8])):
         check_turn_hits(root, res, "quokka")
-    failed(runs[12], 2, "usage_error",
-           "input: Value error, exact mode searches durable memory only; use bm25 or recall for sessions")
+    failed(
+        runs[12],
+        2,
+        "usage_error",
+        "input: Value error, exact mode searches durable memory only; use bm25 or recall for sessions",
+    )
     assert reindexed["new"] == 2  # the two durable notes; transcripts are not durable files
 
 
 def test_recall_hits_point_only_at_turns_that_hold_the_word(run, root: Path) -> None:
-    statue = jsonl({"type": "user", "session_id": "statue", "timestamp": "2025-05-03T10:00:00Z",
-                    "content": "The quokka statue in the garden needs repainting."},
-                   {"type": "assistant", "timestamp": "2025-05-03T10:00:05Z",
-                    "content": "Use exterior acrylic paint on the statue."})
+    statue = jsonl(
+        {
+            "type": "user",
+            "session_id": "statue",
+            "timestamp": "2025-05-03T10:00:00Z",
+            "content": "The quokka statue in the garden needs repainting.",
+        },
+        {
+            "type": "assistant",
+            "timestamp": "2025-05-03T10:00:05Z",
+            "content": "Use exterior acrylic paint on the statue.",
+        },
+    )
     ok(run("sessions", "ingest", "-", "--device", "d", input=statue))
     res = ok(run("sessions", "search", "quokka"))
     check_turn_hits(root, res, "quokka")
@@ -713,9 +928,12 @@ def test_foreign_layout_is_recalled_by_paragraph_after_reindex(run, root: Path) 
     write(root, {rel: LOCOMO})
     res = ok(run("reindex"))
     assert res["sessions_indexed"] == 1 and res["skipped"] == []
-    found, everywhere, shown = parallel(run, ("sessions", "search", "sunrise painting"),
-                                        ("search", "counseling career", "--corpus", "all"),
-                                        ("sessions", "show", "conv-26"))
+    found, everywhere, shown = parallel(
+        run,
+        ("sessions", "search", "sunrise painting"),
+        ("search", "counseling career", "--corpus", "all"),
+        ("sessions", "show", "conv-26"),
+    )
     lines = LOCOMO.split("\n")
     hit = ok(found)["hits"][0]
     assert (hit["path"], hit["start_line"], hit["end_line"]) == (rel, 11, 12)
@@ -759,16 +977,30 @@ def test_import_local_survives_a_folder_named_like_a_transcript(dory, root: Path
 
 # -- the real embedder: turn vectors end to end --------------------------------------------------
 GARAGE = jsonl(
-    {"type": "user", "session_id": "garage", "timestamp": "2025-03-01T09:00:00Z",
-     "content": "I spent the weekend fixing my car's engine: the spark plugs were worn out."},
-    {"type": "assistant", "timestamp": "2025-03-01T09:00:05Z",
-     "content": "Let us plan the birthday party menu with cake and balloons."},
-    {"type": "user", "timestamp": "2025-03-01T09:01:00Z",
-     "content": "I keep mixing up Spanish verb conjugations in the past tense."},
+    {
+        "type": "user",
+        "session_id": "garage",
+        "timestamp": "2025-03-01T09:00:00Z",
+        "content": "I spent the weekend fixing my car's engine: the spark plugs were worn out.",
+    },
+    {
+        "type": "assistant",
+        "timestamp": "2025-03-01T09:00:05Z",
+        "content": "Let us plan the birthday party menu with cake and balloons.",
+    },
+    {
+        "type": "user",
+        "timestamp": "2025-03-01T09:01:00Z",
+        "content": "I keep mixing up Spanish verb conjugations in the past tense.",
+    },
 )
 REPEAT = jsonl(
-    {"type": "user", "session_id": "again", "timestamp": "2025-04-01T09:00:00Z",
-     "content": "I spent the weekend fixing my car's engine: the spark plugs were worn out."},
+    {
+        "type": "user",
+        "session_id": "again",
+        "timestamp": "2025-04-01T09:00:00Z",
+        "content": "I spent the weekend fixing my car's engine: the spark plugs were worn out.",
+    },
     {"type": "assistant", "timestamp": "2025-04-01T09:00:05Z", "content": "Did you check the oil as well?"},
 )
 
@@ -789,8 +1021,10 @@ def test_recall_finds_a_turn_by_meaning_with_the_real_model(dory, root: Path) ->
     made = ok(real("sessions", "ingest", "-", "--device", "d", input=GARAGE))
     assert made["indexed"] is True
     assert embedded_texts(root) == 3  # the ingest embedded its turns at once
-    recall, keywords = ok(real("sessions", "search", "automobile repair")), \
-        ok(real("search", "automobile repair", "--corpus", "sessions", "-m", "bm25"))
+    recall, keywords = (
+        ok(real("sessions", "search", "automobile repair")),
+        ok(real("search", "automobile repair", "--corpus", "sessions", "-m", "bm25")),
+    )
     assert keywords["hits"] == []  # no shared keyword...
     assert recall["warnings"] == []
     top = recall["hits"][0]  # ...yet the turn about the car comes first

@@ -13,16 +13,24 @@ import pytest
 
 FILES = {
     "core/user.md": "---\ntitle: User\n---\n# User\n\nMaya, a backend developer in Lisbon. Prefers terse answers — "
-                    "no emojis.  \n\n## Boundaries\n\nDo not mention the side project at work.\n",
+    "no emojis.  \n\n## Boundaries\n\nDo not mention the side project at work.\n",
     "core/soul.md": "# Soul\n\nBe direct; say “I don't know” when unsure.\n",
     "core/active.md": "# Active\n\n- Migrating the billing service to Postgres 16\n- Café rota app (weekends)\n",
-    "dory.toml": "[wake.profiles.mine]\nsections = [\"core/active.md\"]\n",
+    "dory.toml": '[wake.profiles.mine]\nsections = ["core/active.md"]\n',
 }
-SESSION = "".join(json.dumps(record) + "\n" for record in (
-    {"type": "user", "session_id": "billing-9", "title": "Billing migration dry run",
-     "timestamp": "2025-04-02T09:00:00Z", "content": "Run the billing migration against staging."},
-    {"type": "assistant", "timestamp": "2025-04-02T09:00:30Z", "content": "Done; 3 rows needed manual fixes."},
-))
+SESSION = "".join(
+    json.dumps(record) + "\n"
+    for record in (
+        {
+            "type": "user",
+            "session_id": "billing-9",
+            "title": "Billing migration dry run",
+            "timestamp": "2025-04-02T09:00:00Z",
+            "content": "Run the billing migration against staging.",
+        },
+        {"type": "assistant", "timestamp": "2025-04-02T09:00:30Z", "content": "Done; 3 rows needed manual fixes."},
+    )
+)
 KNOWN = ["casual", "coding", "default", "mine", "privacy", "writing"]
 
 
@@ -42,10 +50,16 @@ def test_plain_wake_is_the_json_block_and_bad_arguments_are_usage_errors(dory, r
     session_path = made.json()["sessions"][0]["path"]
     before = tree_digest(root)
     calls: list[tuple[str, ...]] = [
-        ("wake", "--json"), ("wake",), ("wake", "--profile", "coding", "--budget", "60", "--json"),
-        ("wake", "--profile", "coding", "--budget", "60"), ("wake", "--profile", "mine", "--json"),
-        ("wake", "--profile", "mine"), ("wake", "--budget", "2000", "--json"), ("wake", "--budget", "2000"),
-        ("wake", "--profile", "nope", "--json"), ("wake", "--max-chars", "20000", "--json"),
+        ("wake", "--json"),
+        ("wake",),
+        ("wake", "--profile", "coding", "--budget", "60", "--json"),
+        ("wake", "--profile", "coding", "--budget", "60"),
+        ("wake", "--profile", "mine", "--json"),
+        ("wake", "--profile", "mine"),
+        ("wake", "--budget", "2000", "--json"),
+        ("wake", "--budget", "2000"),
+        ("wake", "--profile", "nope", "--json"),
+        ("wake", "--max-chars", "20000", "--json"),
     ]
     with ThreadPoolExecutor(max_workers=4) as pool:
         runs = list(pool.map(lambda args: dory(*base, *args), calls))
@@ -61,14 +75,20 @@ def test_plain_wake_is_the_json_block_and_bad_arguments_are_usage_errors(dory, r
     assert runs[4].json()["sections"][0]["source"] == "core/active.md"
 
     assert runs[6].code == 2, runs[6]
-    assert runs[6].error() == {"code": "usage_error", "type": "UsageError",
-                               "message": "budget: Input should be less than or equal to 1500"}
+    assert runs[6].error() == {
+        "code": "usage_error",
+        "type": "UsageError",
+        "message": "budget: Input should be less than or equal to 1500",
+    }
     assert (runs[7].code, runs[7].stdout) == (2, "")
     assert runs[7].stderr == "error [usage_error]: budget: Input should be less than or equal to 1500\n"
     assert runs[8].code == 2, runs[8]
     assert runs[8].error() == {
-        "code": "usage_error", "type": "UsageError", "details": {"profile": "nope", "known": KNOWN},
-        "message": f"unknown wake profile 'nope'; known profiles: {', '.join(KNOWN)}"}
+        "code": "usage_error",
+        "type": "UsageError",
+        "details": {"profile": "nope", "known": KNOWN},
+        "message": f"unknown wake profile 'nope'; known profiles: {', '.join(KNOWN)}",
+    }
     assert runs[9].code == 2 and runs[9].error()["code"] == "usage_error"
     assert tree_digest(root) == before  # wake only reads
 

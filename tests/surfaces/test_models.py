@@ -19,13 +19,16 @@ def refusal(model: type[pydantic.BaseModel], **fields: object) -> str:
     return f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ("needle\x00", "query: Value error, query contains a NUL byte"),
-    ("\x00", "query: Value error, query contains a NUL byte"),
-    (" \t\n ", "query: Value error, query is blank"),
-    ("", "query: String should have at least 1 character"),
-    ("x" * 4001, "query: String should have at most 4000 characters"),
-])
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("needle\x00", "query: Value error, query contains a NUL byte"),
+        ("\x00", "query: Value error, query contains a NUL byte"),
+        (" \t\n ", "query: Value error, query is blank"),
+        ("", "query: String should have at least 1 character"),
+        ("x" * 4001, "query: String should have at most 4000 characters"),
+    ],
+)
 def test_search_request_refuses_nul_blank_and_oversized_queries(query: str, message: str) -> None:
     assert refusal(SearchRequest, query=query) == message
 
@@ -35,10 +38,19 @@ def test_search_request_keeps_unicode_and_fts_syntax_as_typed() -> None:
     assert SearchRequest(query=query).query == query
 
 
-@pytest.mark.parametrize(("alias", "mode"), [
-    ("bm25", "bm25"), ("TEXT", "bm25"), ("keyword", "bm25"), ("lexical", "bm25"), ("vector", "vector"),
-    ("Semantic", "vector"), ("hybrid", "hybrid"), ("exact", "exact"),
-])
+@pytest.mark.parametrize(
+    ("alias", "mode"),
+    [
+        ("bm25", "bm25"),
+        ("TEXT", "bm25"),
+        ("keyword", "bm25"),
+        ("lexical", "bm25"),
+        ("vector", "vector"),
+        ("Semantic", "vector"),
+        ("hybrid", "hybrid"),
+        ("exact", "exact"),
+    ],
+)
 def test_mode_aliases(alias: str, mode: str) -> None:
     assert SearchRequest(query="q", mode=alias).mode == mode
 
@@ -47,14 +59,17 @@ def test_recall_reads_the_session_plane_and_exact_refuses_it() -> None:
     assert SearchRequest(query="q", mode="recall").corpus == "sessions"
     assert SearchRequest(query="q", mode="recall", corpus="all").corpus == "all"
     assert refusal(SearchRequest, query="q", mode="exact", corpus="sessions") == (
-        ": Value error, exact mode searches durable memory only; use bm25 or recall for sessions")
+        ": Value error, exact mode searches durable memory only; use bm25 or recall for sessions"
+    )
     assert refusal(SearchRequest, query="q", corpus="logs") == (
-        "corpus: Input should be 'durable', 'sessions' or 'all'")
+        "corpus: Input should be 'durable', 'sessions' or 'all'"
+    )
 
 
 def test_unknown_mode_and_bad_k() -> None:
     assert refusal(SearchRequest, query="q", mode="fuzzy") == (
-        "mode: Value error, unknown mode 'fuzzy'; use one of bm25, vector, hybrid, exact, recall")
+        "mode: Value error, unknown mode 'fuzzy'; use one of bm25, vector, hybrid, exact, recall"
+    )
     assert refusal(SearchRequest, query="q", k=201) == "k: Input should be less than or equal to 200"
     assert refusal(SearchRequest, query="q", surprise=1) == "surprise: Extra inputs are not permitted"
 

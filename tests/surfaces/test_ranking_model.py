@@ -15,8 +15,9 @@ PARAPHRASE = "how do I look after my bread yeast culture"
 
 
 @pytest.mark.model
-def test_vector_mode_ranks_the_best_semantic_match_first_in_an_init_corpus(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vector_mode_ranks_the_best_semantic_match_first_in_an_init_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DORY_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "fresh"
     copy_template(root)

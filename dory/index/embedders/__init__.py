@@ -85,12 +85,8 @@ def load_embedder(settings: EmbedderSettings) -> Embedder | None:
         )
     if backend == "sentence-transformers":
         if not settings.model_path:
-            raise ConfigError(
-                "embedder backend 'sentence-transformers' needs model_path (a local model folder)"
-            )
+            raise ConfigError("embedder backend 'sentence-transformers' needs model_path (a local model folder)")
         from .sentence_transformers_backend import SentenceTransformersEmbedder
 
-        return SentenceTransformersEmbedder(
-            settings.model_path, dims=settings.dims, batch_size=settings.batch_size
-        )
+        return SentenceTransformersEmbedder(settings.model_path, dims=settings.dims, batch_size=settings.batch_size)
     raise ConfigError(f"unknown embedder backend {backend!r}; expected one of {', '.join(BACKENDS)}")

@@ -142,9 +142,7 @@ class NumpyBert:
             x = self._layer(x, layer, batch, length, score_bias)
         return mean_pool(x.reshape(batch, length, -1), mask)
 
-    def _layer(
-        self, x: np.ndarray, layer: LayerWeights, batch: int, length: int, score_bias: np.ndarray
-    ) -> np.ndarray:
+    def _layer(self, x: np.ndarray, layer: LayerWeights, batch: int, length: int, score_bias: np.ndarray) -> np.ndarray:
         cfg = self.config
         attended = self._attention(x, layer, batch, length, score_bias)
         attended += x  # residual

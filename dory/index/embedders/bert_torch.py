@@ -66,9 +66,7 @@ class TorchBert:
         )
         inner = F.gelu(torch.matmul(attended, layer["ff_in_w"]) + layer["ff_in_b"])  # exact (erf) GELU
         out = torch.matmul(inner, layer["ff_out_w"]) + layer["ff_out_b"] + attended
-        return F.layer_norm(
-            out, (cfg.hidden_size,), layer["out_norm_g"], layer["out_norm_b"], cfg.layer_norm_eps
-        )
+        return F.layer_norm(out, (cfg.hidden_size,), layer["out_norm_g"], layer["out_norm_b"], cfg.layer_norm_eps)
 
 
 def _to_torch(torch: Any, weights: BertWeights) -> dict[str, Any]:

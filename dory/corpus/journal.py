@@ -21,7 +21,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dory.corpus.atomic import create_exclusive, file_hash, make_dirs, sha256_of, swap_if_unchanged, write_atomic
 from dory.errors import WriteConflict
@@ -38,14 +38,27 @@ class FileChange:
     after: bytes
 
 
+class ReceiptBook(Protocol):
+    """Where a write made for a request records that it was applied, and its answer (the service's
+    receipts): a retry of the same request is then answered from the receipt, not applied again."""
+
+    def record(self, request_id: str, op: str, response: dict[str, Any]) -> None: ...
+
+
 class Journal:
-    def __init__(self, corpus: Path, folder: Path) -> None:
+    def __init__(
+        self, corpus: Path, folder: Path, receipts: ReceiptBook | None = None, request_id: str | None = None
+    ) -> None:
         self.corpus = corpus
         self.folder = folder
+        self.receipts = receipts
+        self.request_id = request_id
 
-    def apply(self, op: str, changes: list[FileChange]) -> None:
-        """Make every change or none; a conflict on any file undoes the ones already made."""
-        staging = self._stage(op, changes)
+    def apply(self, op: str, changes: list[FileChange], response: dict[str, Any] | None = None) -> None:
+        """Make every change or none; a conflict on any file undoes the ones already made. With a
+        request id, `response` is staged with the changes and recorded as the request's receipt
+        before the operation is forgotten (by this call, or by `recover` after a crash)."""
+        staging = self._stage(op, changes, response)
         record = json.loads((staging / "journal.json").read_text())
         done = 0
         try:
@@ -59,9 +72,14 @@ class Journal:
             self._roll_back(staging, record["files"][:done])
             shutil.rmtree(staging)
             raise
+        self._record_receipt(record)
         shutil.rmtree(staging)
 
-    def _stage(self, op: str, changes: list[FileChange]) -> Path:
+    def _record_receipt(self, record: dict[str, Any]) -> None:
+        if self.receipts is not None and record.get("request_id"):
+            self.receipts.record(record["request_id"], record["op"], record.get("response") or {})
+
+    def _stage(self, op: str, changes: list[FileChange], response: dict[str, Any] | None = None) -> Path:
         staging = self.folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{os.urandom(3).hex()}"
         make_dirs(staging)
         files = []
@@ -81,6 +99,8 @@ class Journal:
                 {"path": change.path, "before_hash": change.before_hash, "after_hash": sha256_of(change.after)}
             )
         record: dict[str, Any] = {"op": op, "state": "applying", "files": files}
+        if self.request_id is not None:
+            record |= {"request_id": self.request_id, "response": response or {}}
         write_atomic(staging / "journal.json", json.dumps(record).encode())
         return staging
 
@@ -126,6 +146,8 @@ class Journal:
             else:
                 problems = self._roll_forward(staging, record["files"])
                 verb = "completed"
+                if not problems:
+                    self._record_receipt(record)
             report.append(f"{record['op']} {staging.name}: {verb}" + (f" ({'; '.join(problems)})" if problems else ""))
             self._retire(staging, failed=bool(problems))
         return report, touched

@@ -11,16 +11,16 @@ import hashlib
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dory.corpus.chunking import Chunk
 from dory.corpus.document import Document, frontmatter_list
 from dory.corpus.scan import Skip
 from dory.errors import ConfigError
 from dory.index import db
-from dory.index.derived import Derived
 
 _TOKENIZER_OK = re.compile(r"^[A-Za-z0-9_ ]+$")
 DATE_KEYS = ("date", "updated", "created")
@@ -77,8 +77,44 @@ def doc_date(frontmatter: dict[str, Any]) -> str | None:
     return None
 
 
+class DerivedRows(Protocol):
+    """What the store tells the layer above as it writes file rows (links and claim events, kept by
+    dory.memory.derived), inside the same transaction; `finish` ends a batch."""
+
+    def file_written(self, file_id: int, doc: Document) -> None: ...
+
+    def file_deleted(self, file_id: int, path: str) -> None: ...
+
+    def file_renamed(self, old: str, new: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+class _ReadOnly:
+    """The hooks of a read-only store: it never writes a file row."""
+
+    def file_written(self, file_id: int, doc: Document) -> None:
+        raise AssertionError("a read-only index store does not write")
+
+    file_deleted = file_renamed = file_written  # type: ignore[assignment]
+
+    def finish(self) -> None:
+        pass
+
+
 class IndexStore:
-    def __init__(self, path: Path, tokenizer: str, trigram: bool = False, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        tokenizer: str,
+        trigram: bool = False,
+        readonly: bool = False,
+        derived: Callable[[sqlite3.Connection], DerivedRows] | None = None,
+    ) -> None:
+        """A connection to the index. A writable store needs `derived`, the factory of the hooks
+        that keep links and claims in step with the file rows (the layer above supplies them)."""
+        if not readonly and derived is None:
+            raise ValueError("a writable index store needs its derived-row hooks")
         if not _TOKENIZER_OK.match(tokenizer):
             raise ConfigError(f"invalid FTS tokenizer setting: {tokenizer!r}")
         self.path = path
@@ -90,7 +126,7 @@ class IndexStore:
             if trigram:
                 self.conn.execute(db.TRIGRAM_TABLE)
         self.has_trigram = self._table_exists("chunks_tri")
-        self.derived = Derived(self.conn)
+        self.derived: DerivedRows = derived(self.conn) if derived is not None else _ReadOnly()
 
     def close(self) -> None:
         self.conn.close()

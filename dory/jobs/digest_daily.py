@@ -352,7 +352,7 @@ def run(ctx: JobContext) -> JobResult:
     day_date = dt.date.fromisoformat(ctx.period)
     now = dt.datetime.now(dt.UTC)
     if not ctx.dry_run:  # transcripts written since the last sync count
-        ctx.index.index_paths([SESSIONS_ROOT])
+        ctx.api.index_paths([SESSIONS_ROOT])
     day = collect(ctx.settings, day_date, now)
     warnings = [f"skipped {item}" for item in day.skipped]
     outputs: dict[str, Any] = {
@@ -368,7 +368,7 @@ def run(ctx: JobContext) -> JobResult:
     rel = path_for(day_date)
     files.write(rel, render(day, digest, method))
     if files.written and not ctx.dry_run:
-        ctx.index.index_paths([rel])
+        ctx.api.index_paths([rel])
     outputs.update(
         files.counts(),
         path=rel,

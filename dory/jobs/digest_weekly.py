@@ -19,7 +19,7 @@ from dory.jobs import generated
 from dory.jobs.digest import Bullet, Source, cited, one_line, section
 from dory.jobs.digest_daily import path_for
 from dory.jobs.job import JobContext, JobResult
-from dory.jobs.registry import week_days
+from dory.jobs.periods import week_days
 from dory.sessions import extract
 
 FOLDER = "digests/weekly"
@@ -147,6 +147,6 @@ def run(ctx: JobContext) -> JobResult:
     rel = f"{FOLDER}/{ctx.period}.md"
     files.write(rel, render(ctx.period, found, bullets))
     if files.written and not ctx.dry_run:
-        ctx.index.index_paths([rel])
+        ctx.api.index_paths([rel])
     outputs.update(files.counts(), path=rel)
     return JobResult(outputs=outputs, warnings=warnings + files.warnings, defer=unfinished)

@@ -21,25 +21,23 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dory.corpus.atomic import sha256_of
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import QUARANTINE_DIR
 from dory.errors import DoryError
+from dory.index.store import IndexStore
 from dory.jobs.digest import Source, cited, sections_of
 from dory.jobs.digest_daily import FOLDER as DAILY_FOLDER
 from dory.jobs.digest_daily import SECTIONS as DAILY_SECTIONS
 from dory.jobs.job import JobContext, JobResult
 from dory.memory import claims
-from dory.models import MemoryWriteRequest, ProposalCreateRequest
+from dory.models import MemoryWriteRequest
 from dory.search.recall_log import Recalled, RecallLog
 from dory.sessions import extract
 from dory.sessions.compaction import fact_of
 from dory.sessions.transcript import message_at_line, parse_session
-
-if TYPE_CHECKING:
-    from dory.service import DoryService
 
 AGENT = "dory dream"
 GROUNDED = 0.5  # share of a statement's words its cited source must contain
@@ -60,8 +58,8 @@ class Candidate:
 class Dream:
     """One dreaming run: gathers candidates, gates them, proposes what passes."""
 
-    def __init__(self, ctx: JobContext, reader: DoryService, log: RecallLog) -> None:
-        self.ctx, self.reader, self.log = ctx, reader, log
+    def __init__(self, ctx: JobContext, store: IndexStore, log: RecallLog) -> None:
+        self.ctx, self.store, self.log = ctx, store, log
         self.corpus = ctx.settings.corpus
         self.stopped: Counter[str] = Counter()
         self.warnings: list[str] = []
@@ -170,9 +168,9 @@ class Dream:
 
     # -- gates and proposals -----------------------------------------------------------------
     def propose(self, candidates: list[Candidate]) -> None:
-        retired = {_norm(c["statement"]) for c in claims.dump(self.reader.store.conn) if c["status"] == "retired"}
+        retired = {_norm(c["statement"]) for c in claims.dump(self.store.conn) if c["status"] == "retired"}
         # The same statement from another source (a repeated sentence, another day) is one proposal.
-        seen = {_norm(p.write.content) for p in self.reader.proposal_list().proposals}
+        seen = {_norm(p.write.content) for p in self.ctx.api.proposals().proposals}
         for candidate in candidates:
             write = candidate.write
             if _norm(write.content) in retired:
@@ -183,7 +181,7 @@ class Dream:
                 continue
             seen.add(_norm(write.content))
             try:
-                plan = self.reader.semantic_writer().plan(write.model_copy(update={"dry_run": True})).response
+                plan = self.ctx.api.plan_memory_write(write.model_copy(update={"dry_run": True}))
             except DoryError as exc:
                 self.stopped[exc.code] += 1
                 continue
@@ -193,7 +191,7 @@ class Dream:
             if self.ctx.dry_run:
                 self.created.append(f"(dry run) {write.subject}: {write.content[:80]}")
                 continue
-            result = self.ctx.index.owned(lambda svc, w=write: svc.proposal_create(ProposalCreateRequest(write=w)))
+            result = self.ctx.api.propose(write)
             if result.created:
                 self.created.append(result.proposal.id)
             else:
@@ -210,14 +208,14 @@ def _grounded(statement: str, source: str) -> bool:
 
 
 def run(ctx: JobContext) -> JobResult:
-    from dory.service import DoryService  # the service imports the job registry
-
-    reader = DoryService(ctx.settings)
+    if not ctx.dry_run:
+        ctx.api.index_paths([DAILY_FOLDER])  # digests written by hand or just now count
+    store = ctx.api.read_index()
+    if store is None:
+        return JobResult(warnings=["the corpus has not been indexed yet; run `dory reindex` (or `dory ops watch`)"])
     log = RecallLog(ctx.settings.recall_log_path)
     try:
-        if not ctx.dry_run:
-            ctx.index.index_paths([DAILY_FOLDER])  # digests written by hand or just now count
-        dream = Dream(ctx, reader, log)
+        dream = Dream(ctx, store, log)
         from_digests, read = dream.from_digests()
         from_recall = dream.from_recall()
         dream.propose(from_digests + from_recall)
@@ -226,7 +224,6 @@ def run(ctx: JobContext) -> JobResult:
                 log.mark_dreamed(rel, sha)
     finally:
         log.close()
-        reader.close()
     outputs: dict[str, Any] = {
         "digests_read": len(read),
         "candidates": len(from_digests) + len(from_recall),

@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from dory.config import Settings
-from dory.models import ReindexResponse
+from dory.index.store import IndexStore
+from dory.models import (
+    MemoryWriteRequest,
+    MemoryWriteResponse,
+    ProposalCreateResponse,
+    ProposalListResponse,
+    ReindexResponse,
+)
 
-if TYPE_CHECKING:
-    from dory.service import DoryService
 
-T = TypeVar("T")
+class JobAPI(Protocol):
+    """What a job may ask of Dory. The service provides it (dory.service.jobs): reads use the
+    calling thread's own index connection, and every change goes to the index's owner (the
+    daemon's writer thread, or this process under the writer lock)."""
 
+    def read_index(self) -> IndexStore | None:
+        """This thread's connection to the index, for reading; None when the corpus was never indexed."""
+        ...
 
-class IndexAccess(Protocol):
-    """How a job changes the index: through the daemon's writer, or under the writer lock."""
+    def plan_reindex(self) -> ReindexResponse:
+        """What a reindex would change (nothing is applied)."""
+        ...
 
     def reconcile(self) -> ReindexResponse: ...
 
     def index_paths(self, paths: list[str]) -> ReindexResponse: ...
 
-    def owned(self, fn: Callable[[DoryService], T]) -> T:
-        """Run `fn` with the service that owns the index (writes: proposals, pages)."""
+    def plan_memory_write(self, write: MemoryWriteRequest) -> MemoryWriteResponse:
+        """A dry run of a semantic write (would it change anything?)."""
+        ...
+
+    def propose(self, write: MemoryWriteRequest) -> ProposalCreateResponse: ...
+
+    def proposals(self) -> ProposalListResponse: ...
+
+    def swap_file(self, rel: str, data: bytes, expected_hash: str) -> str | None:
+        """Write `data` over a note only if it still has `expected_hash` (on the owner); the
+        conflict's message when someone changed it meanwhile."""
         ...
 
 
@@ -32,8 +53,9 @@ class JobContext:
     settings: Settings
     period: str
     dry_run: bool
-    index: IndexAccess
+    api: JobAPI
     fix: bool = False  # maintenance: also make the safe mechanical fixes
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("dory.jobs"))
 
 
 @dataclass

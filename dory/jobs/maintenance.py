@@ -26,24 +26,22 @@ import re
 import sqlite3
 from contextlib import suppress
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dory.corpus.atomic import sha256_of, swap_if_unchanged
+from dory.config import Settings
+from dory.corpus.atomic import sha256_of
 from dory.corpus.document import ReadProblem, parse_document, read_document
 from dory.corpus.paths import SESSIONS_ROOT, WIKI_ROOT
-from dory.errors import WriteConflict
+from dory.index.store import IndexStore
 from dory.jobs import generated
-from dory.jobs.registry import JobContext, JobResult, check_day
+from dory.jobs.job import JobContext, JobResult
+from dory.jobs.periods import check_day
 from dory.memory import graph, links
 from dory.memory.canonical import latest_timeline_date
 from dory.memory.entities import Registry, layout_family, normalise_name
 from dory.memory.frontmatter import parse_day
-from dory.models import BrokenLink, LinkLintRequest, ReindexRequest, ReindexResponse
-
-if TYPE_CHECKING:
-    from dory.service import DoryService
+from dory.models import BrokenLink, LinkLintRequest, ReindexResponse
 
 # An `active` page not updated for longer than this before the period is reported as stale.
 STALE_ACTIVE_DAYS = 90
@@ -113,33 +111,30 @@ def run(ctx: JobContext) -> JobResult:
     check_day(ctx.period)  # the period names the report file: never use it unchecked
     if not ctx.settings.db_path.exists():
         return JobResult(warnings=["the corpus has not been indexed yet; run `dory reindex` (or `dory ops watch`)"])
-    from dory.service import DoryService  # here: dory.service imports the job registry, which imports us
-
-    svc = DoryService(ctx.settings)
-    try:
-        return _maintain(ctx, svc)
-    finally:
-        svc.close()
+    store = ctx.api.read_index()
+    if store is None:
+        return JobResult(warnings=["the corpus has not been indexed yet; run `dory reindex` (or `dory ops watch`)"])
+    return _maintain(ctx, store)
 
 
-def _maintain(ctx: JobContext, svc: DoryService) -> JobResult:
-    plan = svc.reindex(ReindexRequest(plan_only=True))  # the indexer's plan, nothing applied
+def _maintain(ctx: JobContext, store: IndexStore) -> JobResult:
+    plan = ctx.api.plan_reindex()  # the indexer's plan, nothing applied
     fixing = Fixing(requested=ctx.fix, dry_run=ctx.dry_run, warnings=list(plan.warnings))
     findings = Findings(drift=_drift(plan))
     if ctx.fix and findings.drift:
         _fix_drift(ctx, fixing, len(findings.drift))  # first, so everything below reads a current index
-    conn = svc.store.conn
+    conn = store.conn
     findings.skipped_files = _skipped(plan, conn)
     # The reports' own edges are left out, so yesterday's report never changes today's findings.
     lint = graph.lint(conn, LinkLintRequest(max_items=LINT_ALL, exclude_prefix=[REPORT_DIR + "/"]))
     broken = [link for link in lint.broken if not _file_outside_index(ctx.settings.corpus, link)]
     findings.broken_links = [_broken_item(link) for link in broken]
     findings.orphans = [_code(path) for path in lint.orphans if not path.startswith(ORPHAN_EXEMPT)]
-    findings.stale_compiled = _stale_compiled(svc)
+    findings.stale_compiled = _stale_compiled(ctx.settings, store)
     findings.stale_active = _stale_active(conn, ctx.period)
     findings.alias_collisions = _alias_collisions(Registry.load(conn))
     if ctx.fix:
-        _fix_links(ctx, svc, broken, fixing)
+        _fix_links(ctx, store, broken, fixing)
     return _report(ctx, findings, fixing)
 
 
@@ -150,7 +145,7 @@ def _report(ctx: JobContext, findings: Findings, fixing: Fixing) -> JobResult:
     files.write(rel, generated.render(meta, _body(ctx.period, findings, fixing), "maintain"))
     warnings = fixing.warnings + files.warnings
     if not ctx.dry_run:
-        warnings += ctx.index.index_paths(sorted({rel, *fixing.rewritten})).warnings
+        warnings += ctx.api.index_paths(sorted({rel, *fixing.rewritten})).warnings
     outputs: dict[str, Any] = {"report": rel, **files.counts()}
     outputs |= {key: len(getattr(findings, key)) for key, _ in SECTIONS}
     outputs["fixed"] = fixing.fixed
@@ -200,12 +195,11 @@ def _broken_item(link: BrokenLink) -> str:
     return f"{_code(f'{link.source}:{link.line}')} → {_code(shown)}: {link.reason}"
 
 
-def _stale_compiled(svc: DoryService) -> list[str]:
+def _stale_compiled(settings: Settings, store: IndexStore) -> list[str]:
     """Canonical pages whose `updated` date is older than their latest timeline entry: an event was
     recorded but the compiled truth above the marker was not brought up to date."""
-    settings = svc.settings
     items = []
-    for path in sorted(svc.store.indexed_files()):
+    for path in sorted(store.indexed_files()):
         place = layout_family(path)
         if place is None or place[0] not in CANONICAL_FAMILIES:
             continue
@@ -250,7 +244,7 @@ def _fix_drift(ctx: JobContext, fixing: Fixing, differing: int) -> None:
         fixing.lines.append(f"would reconcile the index ({differing} files differ from it)")
         fixing.would_fix += differing
         return
-    done = ctx.index.reconcile()
+    done = ctx.api.reconcile()
     fixing.fixed += done.new + done.changed + done.renamed + done.deleted + done.touched
     fixing.lines.append(
         f"reconciled the index: {done.new} new, {done.changed} changed, {done.renamed} renamed, "
@@ -259,10 +253,10 @@ def _fix_drift(ctx: JobContext, fixing: Fixing, differing: int) -> None:
     fixing.warnings += done.warnings
 
 
-def _fix_links(ctx: JobContext, svc: DoryService, broken: list[BrokenLink], fixing: Fixing) -> None:
-    fixes, refused = _plan_link_fixes(svc.store.conn, broken)
+def _fix_links(ctx: JobContext, store: IndexStore, broken: list[BrokenLink], fixing: Fixing) -> None:
+    fixes, refused = _plan_link_fixes(store.conn, broken)
     fixing.lines += refused
-    indexed = svc.store.indexed_files()
+    indexed = store.indexed_files()
     by_file: dict[str, list[LinkFix]] = {}
     for fix in fixes:
         by_file.setdefault(fix.source, []).append(fix)
@@ -276,7 +270,7 @@ def _fix_links(ctx: JobContext, svc: DoryService, broken: list[BrokenLink], fixi
             fixing.lines += [f"would retarget {line}" for line in done]
             fixing.would_fix += len(done)
             continue
-        conflict = ctx.index.owned(partial(_swap, source, new, sha256_of(old)))
+        conflict = ctx.api.swap_file(source, new, sha256_of(old))
         if conflict:
             fixing.lines.append(f"not fixed: {_code(source)}: {conflict}")
             continue
@@ -377,15 +371,6 @@ def _retarget(line: str, masked: str, fix: LinkFix) -> tuple[str, int]:
             last = close
         count += 1
     return "".join(pieces) + line[last:], count
-
-
-def _swap(rel: str, data: bytes, expected: str, service: DoryService) -> str | None:
-    """Write `data` only over the bytes that were read (runs on the index's owner)."""
-    try:
-        swap_if_unchanged(service.settings.corpus / rel, data, expected)
-    except WriteConflict as exc:
-        return exc.message
-    return None
 
 
 # -- rendering -----------------------------------------------------------------------------------

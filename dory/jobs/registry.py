@@ -9,68 +9,24 @@ or this process under the writer lock), so a slow job never holds up indexing.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from dory.config import Settings
-from dory.errors import NotFound, UsageError
+from dory.errors import ConfigError, NotFound
+from dory.jobs import digest_daily, digest_weekly, dreaming, maintenance, wiki
 from dory.jobs.job import JobContext, JobResult
-from dory.memory.frontmatter import parse_day
-
-
-def minute_period(fire: dt.datetime, with_seconds: bool) -> str:
-    """The default period key: the scheduled fire time, local, to the minute (or second)."""
-    return fire.strftime("%Y-%m-%dT%H:%M:%S" if with_seconds else "%Y-%m-%dT%H:%M")
-
-
-def fire_day(fire: dt.datetime, with_seconds: bool) -> str:
-    """The day the job fires on (dreaming, maintenance, wiki: once a day, whatever the cron)."""
-    return fire.date().isoformat()
-
-
-def previous_day(fire: dt.datetime, with_seconds: bool) -> str:
-    """The day before the fire time: a daily digest at 02:30 digests yesterday."""
-    return (fire.date() - dt.timedelta(days=1)).isoformat()
-
-
-def previous_week(fire: dt.datetime, with_seconds: bool) -> str:
-    """The last complete ISO week before the fire time (`2026-W46`)."""
-    day = fire.date() - dt.timedelta(days=fire.isoweekday())  # the Sunday that ended it
-    year, week, _ = day.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def check_day(period: str) -> None:
-    if len(period) != 10 or parse_day(period) is None:
-        raise UsageError(f"period {period!r} is not a day (YYYY-MM-DD)", period=period)
-
-
-def check_past_day(period: str) -> None:
-    """A day that has begun (a digest of a day to come would be recorded as done before it happened)."""
-    check_day(period)
-    if dt.date.fromisoformat(period) > dt.date.today():
-        raise UsageError(f"{period} has not happened yet", period=period)
-
-
-def check_week(period: str) -> None:
-    match = re.fullmatch(r"(\d{4})-W(\d{2})", period)
-    try:
-        if match is None:
-            raise ValueError
-        dt.date.fromisocalendar(int(match[1]), int(match[2]), 1)
-    except ValueError:
-        raise UsageError(f"period {period!r} is not an ISO week (YYYY-Www, e.g. 2026-W46)", period=period) from None
-    if week_days(period)[0] > dt.date.today():
-        raise UsageError(f"{period} has not started yet", period=period)
-
-
-def week_days(period: str) -> list[dt.date]:
-    """The seven days of an ISO week key, Monday first."""
-    year, week = int(period[:4]), int(period[6:8])
-    monday = dt.date.fromisocalendar(year, week, 1)
-    return [monday + dt.timedelta(days=i) for i in range(7)]
+from dory.jobs.periods import (
+    check_day,
+    check_past_day,
+    check_week,
+    fire_day,
+    minute_period,
+    previous_day,
+    previous_week,
+)
+from dory.jobs.schedule import parse_schedule
 
 
 @dataclass(frozen=True)
@@ -95,7 +51,7 @@ class JobSpec:
 def _reconcile(ctx: JobContext) -> JobResult:
     if ctx.dry_run:
         return JobResult(outputs={"dry_run": True})
-    report = ctx.index.reconcile()
+    report = ctx.api.reconcile()
     outputs = {
         "new": report.new,
         "changed": report.changed,
@@ -108,8 +64,6 @@ def _reconcile(ctx: JobContext) -> JobResult:
 
 
 def _specs() -> dict[str, JobSpec]:
-    from dory.jobs import digest_daily, digest_weekly, dreaming, maintenance, wiki
-
     specs = (
         JobSpec(
             "reconcile", "compare disk with the index and repair what the watcher missed", "*/10 * * * *", _reconcile
@@ -181,6 +135,14 @@ def get_job(name: str) -> JobSpec:
 
 def schedule_spec(settings: Settings, name: str) -> str:
     return settings.jobs.schedules().get(name, get_job(name).default_schedule)
+
+
+def check_schedules(settings: Settings) -> None:
+    """Every `[jobs]` entry names a job and parses as a schedule; raises ConfigError naming it."""
+    for name, spec in (settings.jobs.model_extra or {}).items():
+        if name.replace("_", "-") not in JOBS:
+            raise ConfigError(f"[jobs] names an unknown job {name!r}; jobs: {', '.join(sorted(JOBS))}", job=name)
+        parse_schedule(str(spec), name)
 
 
 def followers(name: str) -> list[JobSpec]:

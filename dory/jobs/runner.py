@@ -19,7 +19,7 @@ from typing import Any
 
 from dory.config import Settings
 from dory.errors import UsageError
-from dory.jobs.job import IndexAccess, JobContext, JobResult
+from dory.jobs.job import JobAPI, JobContext, JobResult
 from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS, JobSpec, followers, get_job, schedule_spec
 from dory.jobs.schedule import Schedule, local_zone, parse_schedule
@@ -38,11 +38,11 @@ def now_local() -> dt.datetime:
 
 class JobRunner:
     def __init__(
-        self, settings: Settings, ledger: JobLedger, index: IndexAccess, clock: Callable[[], dt.datetime] = now_local
+        self, settings: Settings, ledger: JobLedger, api: JobAPI, clock: Callable[[], dt.datetime] = now_local
     ) -> None:
         self.settings = settings
         self.ledger = ledger
-        self.index = index
+        self.api = api
         self.clock = clock
         self._locks = {name: threading.Lock() for name in JOBS}
         # The nightly jobs look for due periods one at a time, in registry order at start-up, so a
@@ -105,7 +105,7 @@ class JobRunner:
         return run
 
     def _call(self, spec: JobSpec, period: str, dry_run: bool, fix: bool) -> tuple[JobResult, str | None]:
-        ctx = JobContext(self.settings, period, dry_run, self.index, fix)
+        ctx = JobContext(self.settings, period, dry_run, self.api, fix)
         try:
             result = spec.run(ctx)
         except Exception as exc:  # a job's failure is recorded in the ledger, never kills the daemon

@@ -23,7 +23,7 @@ from dory.corpus.document import Document, ReadProblem, parse_document, read_doc
 from dory.corpus.paths import WIKI_ROOT, IgnoreRules
 from dory.corpus.scan import scan_paths
 from dory.jobs import generated
-from dory.jobs.registry import JobContext, JobResult
+from dory.jobs.job import JobContext, JobResult
 from dory.memory.canonical import Page, entry_date, latest_timeline_date, parse_page
 from dory.memory.claims import claims_for
 from dory.memory.entities import FAMILY_FOLDERS, is_retired, layout_family
@@ -79,7 +79,7 @@ class Inputs:
 
 
 def run(ctx: JobContext) -> JobResult:
-    inputs = _collect(ctx.settings)
+    inputs = _collect(ctx)
     produced = _render_all(inputs)
     files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
     for rel, data in sorted(produced.items()):
@@ -100,19 +100,13 @@ def run(ctx: JobContext) -> JobResult:
 # --- reading the corpus ------------------------------------------------------------------------
 
 
-def _collect(settings: Settings) -> Inputs:
-    from dory.service import DoryService  # the service imports the job registry: import here
-
+def _collect(ctx: JobContext) -> Inputs:
     inputs = Inputs()
-    svc = DoryService(settings)
-    try:
-        # Opening the store creates an index: a corpus never indexed has no claims to show yet.
-        conn = svc.store.conn if settings.db_path.exists() else None
-        if conn is None:
-            inputs.warnings.append("no index yet: active claims are left out (run `dory reindex`)")
-        _read_pages(settings, conn, inputs)
-    finally:
-        svc.close()
+    # A corpus never indexed has no claims to show yet.
+    store = ctx.api.read_index()
+    if store is None:
+        inputs.warnings.append("no index yet: active claims are left out (run `dory reindex`)")
+    _read_pages(ctx.settings, store.conn if store is not None else None, inputs)
     return inputs
 
 

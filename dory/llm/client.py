@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from dory.errors import BackendUnavailable, ConfigError
-from dory.openai_api import endpoint_url
+from dory.llm.endpoint import endpoint_url
 
 from .schema import check_schema, extract_json_object, schema_errors
 

@@ -61,7 +61,7 @@ class ExactWriter:
         return plan
 
     def apply(self, plan: WritePlan, op: str) -> None:
-        self.journal.apply(op, plan.changes)
+        self.journal.apply(op, plan.changes, plan.response.model_dump(mode="json"))
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, req: WriteRequest) -> WritePlan:

@@ -53,7 +53,7 @@ class SemanticWriter:
     def write(self, req: MemoryWriteRequest) -> SemanticPlan:
         plan = self.plan(req)
         if not req.dry_run and plan.changes:
-            self.journal.apply("memory-write", plan.changes)
+            self.journal.apply("memory-write", plan.changes, plan.response.model_dump(mode="json"))
         return plan
 
     def plan(self, req: MemoryWriteRequest) -> SemanticPlan:

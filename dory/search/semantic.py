@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import numpy as np
 
@@ -22,11 +23,14 @@ class LiveVectors:
         embedder: Callable[[], Embedder],
         vectors: Callable[[], VectorStore],
         fingerprint: Callable[[], str],
+        lock: AbstractContextManager[object],
     ) -> None:
+        """`lock` is held while FAISS is searched: the index's owner holds it while it changes FAISS."""
         self._store = store
         self._embedder = embedder
         self._vectors = vectors
         self._fingerprint = fingerprint
+        self._lock = lock
 
     def search(self, query: str, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         stored = self._store.meta("fingerprint")
@@ -36,8 +40,9 @@ class LiveVectors:
             raise BackendUnavailable(
                 "the embedding model changed since vectors were built; `dory reindex` rebuilds them"
             )
-        vectors = self._vectors()
-        return vectors.search(self._embedder().embed_query(query), k, allowed)
+        query_vector = self._embedder().embed_query(query)  # outside the lock: the slow part
+        with self._lock:
+            return self._vectors().search(query_vector, k, allowed)
 
     def pending(self) -> int:
         return pending_count(self._store)

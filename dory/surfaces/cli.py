@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from dory.config import load_settings
-from dory.errors import DoryError, JobFailed
+from dory.errors import DoryError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
+from dory.service.settings import open_settings
 from dory.surfaces import context_cli, memory_cli, render, sessions_cli
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
@@ -220,11 +220,11 @@ def ops() -> None:
 @click.pass_context
 def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file: str | None, wait_s: float) -> None:
     """Keep the index fresh while notes change, and run scheduled jobs (until SIGTERM / Ctrl-C)."""
-    from dory.jobs.daemon import Daemon, setup_logging
+    from dory.daemon.process import Daemon, setup_logging
 
     root = ctx.find_root().params
     try:
-        settings = load_settings(
+        settings = open_settings(
             root.get("corpus"),
             {"state_dir": root.get("state_dir"), "daemon.log_level": log_level, "daemon.log_file": log_file},
         )
@@ -263,8 +263,6 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
     with service(ctx) as svc:
         res = svc.run_job(req)
-    if res.status == "failed":
-        raise JobFailed(f"job {res.job} failed for {res.period}: {res.error}", job=res.job, period=res.period)
     return res.model_dump(mode="json"), lambda: render.job_run(res)
 
 

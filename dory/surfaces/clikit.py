@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 import click
 import pydantic
 
-from dory.config import load_settings
 from dory.errors import DoryError, UsageError
 from dory.service import DoryService
+from dory.service.settings import open_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 # What a command returns: the JSON payload, and a function rendering it for people.
@@ -58,7 +58,7 @@ def command(fn: F) -> F:
 @contextmanager
 def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
     root = ctx.find_root().params
-    settings = load_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
+    settings = open_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
     svc = DoryService(settings)
     try:
         yield svc

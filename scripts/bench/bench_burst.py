@@ -30,8 +30,8 @@ from typing import Any
 
 from _common import MachineLoad, bench_dir, busy_machine_warning, log, make_service, table, unpack
 
-from dory.jobs.state import daemon_status
 from dory.models import ReindexRequest
+from dory.service.daemon_state import daemon_status
 
 GIT = ("git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", "-c", "core.autocrlf=false")
 

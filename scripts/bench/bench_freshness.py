@@ -184,7 +184,7 @@ def start_daemon(corpus: Path, state: Path, vectors: bool) -> subprocess.Popen[b
 
 
 def wait_daemon_ready(reader: Any, proc: subprocess.Popen[bytes], files: int) -> None:
-    from dory.jobs.state import daemon_status
+    from dory.service.daemon_state import daemon_status
 
     while True:
         if proc.poll() is not None:
@@ -196,7 +196,7 @@ def wait_daemon_ready(reader: Any, proc: subprocess.Popen[bytes], files: int) ->
 
 
 def wait_backlog_done(reader: Any) -> None:
-    from dory.jobs.state import daemon_status
+    from dory.service.daemon_state import daemon_status
 
     while not (status := daemon_status(reader.settings)).idle or status.vectors_pending:
         time.sleep(1.0)

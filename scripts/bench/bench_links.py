@@ -155,7 +155,7 @@ def incremental(svc: Any, vault: Path) -> dict[str, float]:
     for label, change in steps.items():
         change()
         started = time.perf_counter()
-        svc.apply_changes()
+        svc.owner.apply_changes()
         out[label] = time.perf_counter() - started
     conn = svc.store.conn
     out["notes mentioning the new entity"] = conn.execute(

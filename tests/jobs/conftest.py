@@ -1,33 +1,14 @@
-"""Fixtures for the daemon tests: real `dory ops watch` processes, killed if a test leaves them running."""
+"""Fixtures for the job tests: a local zone with DST and a schedule that cannot loop forever."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from support.daemon import DaemonProcess, daemon_env
 
 from dory.jobs import schedule as schedule_mod
 from dory.jobs.schedule import Schedule
-
-
-@pytest.fixture
-def daemon_factory(dory_cmd: list[str]) -> Iterator[Callable[..., DaemonProcess]]:
-    started: list[DaemonProcess] = []
-
-    def make(root: Path, env: dict[str, str] | None = None) -> DaemonProcess:
-        daemon = DaemonProcess(dory_cmd, root, env or daemon_env())
-        started.append(daemon)
-        return daemon
-
-    yield make
-    for daemon in started:
-        if daemon.proc is not None and daemon.proc.poll() is None:
-            daemon.proc.kill()
-            daemon.proc.wait(30)
 
 
 @pytest.fixture

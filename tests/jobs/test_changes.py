@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dory.jobs.changes import ChangeQueue
+from dory.daemon.changes import ChangeQueue
 
 
 class Clock:

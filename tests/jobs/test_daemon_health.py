@@ -9,7 +9,7 @@ import pytest
 from support.daemon import wait_until
 
 from dory.config import load_settings
-from dory.jobs.daemon import Daemon
+from dory.daemon.process import Daemon
 from dory.models import SearchRequest
 
 

@@ -9,8 +9,8 @@ import pytest
 from support.daemon import daemon_env, wait_until
 
 from dory.config import load_settings
-from dory.jobs.daemon import Daemon
-from dory.jobs.embedding import EmbedWorker
+from dory.daemon.embedder import EmbedWorker
+from dory.daemon.process import Daemon
 from dory.models import SearchRequest
 from dory.service import DoryService
 

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from dory.config import DaemonSettings, load_settings
+from dory.config import DaemonSettings
 from dory.errors import ConfigError
 from dory.jobs.registry import JOBS, schedule_spec
+from dory.service import DoryService
+from dory.service.settings import open_settings
 
 
 def corpus(tmp_path: Path, toml: str = "") -> Path:
@@ -19,7 +21,7 @@ def corpus(tmp_path: Path, toml: str = "") -> Path:
 
 
 def test_defaults(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path), env={})
+    settings = open_settings(corpus(tmp_path), env={})
     assert settings.daemon == DaemonSettings()
     assert (settings.daemon.debounce_ms, settings.daemon.max_delay_ms, settings.daemon.catch_up_days) == (300, 2000, 7)
     assert settings.jobs.schedules() == {}
@@ -33,7 +35,7 @@ def test_toml_sections(tmp_path: Path) -> None:
         tmp_path,
         '[daemon]\ndebounce_ms = 500\ncatch_up_days = 0\nlog_level = "debug"\n\n[jobs]\nreconcile = "0 */2 * * *"\n',
     )
-    settings = load_settings(root, env={})
+    settings = open_settings(root, env={})
     assert (settings.daemon.debounce_ms, settings.daemon.catch_up_days, settings.daemon.log_level) == (500, 0, "debug")
     assert schedule_spec(settings, "reconcile") == "0 */2 * * *"
 
@@ -41,7 +43,7 @@ def test_toml_sections(tmp_path: Path) -> None:
 def test_unknown_job_lists_the_jobs(tmp_path: Path) -> None:
     root = corpus(tmp_path, '[jobs]\ndigest_weekly = "0 3 * * 1"\n')
     with pytest.raises(ConfigError) as info:
-        load_settings(root, env={})
+        open_settings(root, env={})
     assert info.value.message == f"[jobs] names an unknown job 'digest_weekly'; jobs: {', '.join(sorted(JOBS))}"
     assert "reconcile" in info.value.message
     assert info.value.details == {"job": "digest_weekly"}
@@ -50,7 +52,7 @@ def test_unknown_job_lists_the_jobs(tmp_path: Path) -> None:
 def test_unknown_job_from_the_environment(tmp_path: Path) -> None:
     jobs = "daily-digest, dream, maintain, reconcile, weekly-digest, wiki-refresh"
     with pytest.raises(ConfigError, match=f"unknown job 'nope'; jobs: {jobs}"):
-        load_settings(corpus(tmp_path), env={"DORY_JOBS_NOPE": "off"})
+        open_settings(corpus(tmp_path), env={"DORY_JOBS_NOPE": "off"})
 
 
 @pytest.mark.parametrize(
@@ -64,42 +66,42 @@ def test_unknown_job_from_the_environment(tmp_path: Path) -> None:
 def test_bad_cron_is_a_config_error(tmp_path: Path, spec: str, message: str) -> None:
     root = corpus(tmp_path, f'[jobs]\nreconcile = "{spec}"\n')
     with pytest.raises(ConfigError) as info:
-        load_settings(root, env={})
+        open_settings(root, env={})
     assert info.value.message.startswith(message)
     assert info.value.details == {"job": "reconcile", "schedule": spec}
 
 
 def test_schedule_must_be_a_string(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r'jobs\.reconcile must be a cron string or "off"'):
-        load_settings(corpus(tmp_path, "[jobs]\nreconcile = 10\n"), env={})
+        open_settings(corpus(tmp_path, "[jobs]\nreconcile = 10\n"), env={})
 
 
 def test_off_is_accepted(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path, '[jobs]\nreconcile = "off"\n'), env={})
+    settings = open_settings(corpus(tmp_path, '[jobs]\nreconcile = "off"\n'), env={})
     assert schedule_spec(settings, "reconcile") == "off"
 
 
 def test_environment_schedule_is_picked_up(tmp_path: Path) -> None:
     root = corpus(tmp_path, '[jobs]\nreconcile = "0 * * * *"\n')
-    settings = load_settings(root, env={"DORY_JOBS_RECONCILE": "*/5 * * * *"})
+    settings = open_settings(root, env={"DORY_JOBS_RECONCILE": "*/5 * * * *"})
     assert settings.jobs.schedules() == {"reconcile": "*/5 * * * *"}
     assert schedule_spec(settings, "reconcile") == "*/5 * * * *"
     # an empty variable does not count
-    assert schedule_spec(load_settings(root, env={"DORY_JOBS_RECONCILE": ""}), "reconcile") == "0 * * * *"
+    assert schedule_spec(open_settings(root, env={"DORY_JOBS_RECONCILE": ""}), "reconcile") == "0 * * * *"
 
 
 def test_flag_override_beats_the_environment(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path), {"jobs.reconcile": "off"}, env={"DORY_JOBS_RECONCILE": "*/5 * * * *"})
+    settings = open_settings(corpus(tmp_path), {"jobs.reconcile": "off"}, env={"DORY_JOBS_RECONCILE": "*/5 * * * *"})
     assert schedule_spec(settings, "reconcile") == "off"
 
 
 def test_bad_cron_from_the_environment(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"jobs\.reconcile: 'every minute' is not a cron schedule"):
-        load_settings(corpus(tmp_path), env={"DORY_JOBS_RECONCILE": "every minute"})
+        open_settings(corpus(tmp_path), env={"DORY_JOBS_RECONCILE": "every minute"})
 
 
 def test_daemon_environment_values_are_coerced(tmp_path: Path) -> None:
-    settings = load_settings(
+    settings = open_settings(
         corpus(tmp_path),
         env={
             "DORY_DAEMON_DEBOUNCE_MS": "450",
@@ -128,12 +130,14 @@ def test_daemon_environment_values_are_coerced(tmp_path: Path) -> None:
 )
 def test_invalid_daemon_settings(tmp_path: Path, env: dict[str, str], fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
-        load_settings(corpus(tmp_path), env=env)
+        open_settings(corpus(tmp_path), env=env)
     assert info.value.message.startswith("invalid settings: ")
     assert fragment in info.value.message
 
 
-def test_schedules_are_validated_on_assignment(tmp_path: Path) -> None:
-    settings = load_settings(corpus(tmp_path), env={})
+def test_a_schedule_set_in_code_is_checked_when_a_service_opens(tmp_path: Path) -> None:
+    """Settings know nothing about jobs; the job registry checks them when a service opens."""
+    settings = open_settings(corpus(tmp_path), env={})
+    settings.jobs.reconcile = "nope"
     with pytest.raises(ConfigError, match="not a cron schedule"):
-        settings.jobs.reconcile = "nope"
+        DoryService(settings)

@@ -12,7 +12,7 @@ import pytest
 
 from dory.config import Settings, load_settings
 from dory.index.lock import WriterLock
-from dory.jobs.state import daemon_status, write_state
+from dory.service.daemon_state import daemon_status, write_state
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from support.fake_llm import FakeLlm, closed_port_url, drop, empty, malformed, o
 from dory.config import load_settings
 from dory.errors import BackendUnavailable, ConfigError, error_from_dict
 from dory.llm import LlmBadOutput, LlmClient, LlmUnavailable, from_settings
-from dory.openai_api import endpoint_url
+from dory.llm.endpoint import endpoint_url
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

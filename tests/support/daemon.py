@@ -13,9 +13,9 @@ from typing import Any
 
 from dory.config import load_settings
 from dory.index.store import IndexStore
-from dory.jobs.state import daemon_status
 from dory.models import DaemonStatus, ReindexRequest
 from dory.service import DoryService
+from dory.service.daemon_state import daemon_status
 
 STARTUP_S = 60.0
 

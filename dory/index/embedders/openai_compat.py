@@ -19,7 +19,7 @@ import httpx
 import numpy as np
 
 from dory.errors import ConfigError, EmbeddingEndpointError
-from dory.openai_api import endpoint_url
+from dory.llm.endpoint import endpoint_url
 
 from .base import Fingerprint, PrefixedEmbedder, TokenCounter, l2_normalize_rows
 

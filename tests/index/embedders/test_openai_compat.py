@@ -18,7 +18,7 @@ from dory.errors import ConfigError, EmbeddingEndpointError
 from dory.index.embedders import EmbedderSettings, load_embedder
 from dory.index.embedders.base import fingerprint_key
 from dory.index.embedders.openai_compat import OpenAICompatEmbedder
-from dory.openai_api import endpoint_url
+from dory.llm.endpoint import endpoint_url
 
 # ---------------------------------------------------------------------------------------------------
 # A fake OpenAI-compatible /v1/embeddings server on 127.0.0.1 (ephemeral port).

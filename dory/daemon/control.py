@@ -1,43 +1,28 @@
-"""The daemon's control socket: how other processes ask the index's owner to do something.
+"""The daemon's control socket, server side: one thread per connection, one request each.
 
-A Unix socket beside the index (mode 0600). One request per connection: a JSON line
-`{"op": ..., "args": {...}}`, answered by one JSON line, `{"result": ...}` or `{"error": {...}}`
-with the same error codes as everywhere else. `dory reindex` and `dory ops run` use it while a
-daemon runs, so there is still exactly one writer.
+The wire format and the client are in dory.service.control. A request names an operation the
+daemon registered (`reindex`, `run_job`, `write`); the handler's result or its DoryError goes back
+as one JSON line. A failure the handler did not expect is logged and answered as an internal error,
+so the client never waits on a broken connection.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
-import socket
 import socketserver
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dory.config import Settings
-from dory.errors import DaemonNotRunning, DoryError, UsageError, error_from_dict
+from dory.errors import DoryError, UsageError
+from dory.service.control import MAX_REQUEST_BYTES
 
 log = logging.getLogger("dory.control")
-MAX_REQUEST_BYTES = 1_000_000
-# sun_path holds 108 bytes on Linux; deep state folders get a socket in the temp folder instead.
-MAX_SOCKET_PATH = 100
-
 Handler = Callable[[dict[str, Any]], Any]
-
-
-def socket_path(settings: Settings) -> Path:
-    path = settings.state_dir / "daemon.sock"
-    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha256(os.fsencode(settings.state_dir)).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"dory-{os.getuid()}-{digest}.sock"
 
 
 class _RequestHandler(socketserver.StreamRequestHandler):
@@ -90,29 +75,3 @@ class ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.server_close()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-
-
-def call(settings: Settings, op: str, args: dict[str, Any] | None = None, timeout_s: float | None = 5.0) -> Any:
-    """Ask the running daemon; raises DaemonNotRunning when none answers, or the daemon's error."""
-    path = socket_path(settings)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout_s)
-    try:
-        sock.connect(str(path))
-        sock.sendall(json.dumps({"op": op, "args": args or {}}).encode() + b"\n")
-        with sock.makefile("rb") as stream:
-            line = stream.readline()
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
-        raise DaemonNotRunning("no Dory daemon is running for this corpus (start it with `dory ops watch`)") from exc
-    except TimeoutError as exc:
-        raise DaemonNotRunning(f"the Dory daemon did not answer {op!r} within {timeout_s} s") from exc
-    except OSError as exc:  # reset or broken pipe: the daemon is stopping or was killed
-        raise DaemonNotRunning(f"the Dory daemon dropped the connection ({exc.strerror or exc})") from exc
-    finally:
-        sock.close()
-    if not line:
-        raise DaemonNotRunning("the Dory daemon closed the connection (it may be stopping)")
-    reply = json.loads(line)
-    if "error" in reply:
-        raise error_from_dict(reply["error"])
-    return reply["result"]

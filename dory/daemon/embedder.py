@@ -13,10 +13,10 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dory.daemon.writer import IndexWriter
 from dory.errors import DaemonNotRunning
 from dory.index import vector_pass
 from dory.index.store import IndexStore, now_iso
-from dory.jobs.writer import IndexWriter
 from dory.service import DoryService
 from dory.sessions import vectors as session_vectors
 from dory.sessions.store import SessionStore
@@ -80,10 +80,10 @@ class EmbedWorker:
 
     def _drain_turns(self, reader: SessionStore) -> None:
         """Session turns after durable chunks: durable memory is what most searches read."""
-        embedder = self.service.embedder
+        embedder = self.service.resources.embedder()
         if embedder is None:
             return
-        fingerprint = self.service.fingerprint()
+        fingerprint = self.service.resources.fingerprint()
         while not self._stop.is_set():
             self.busy = True
             try:
@@ -91,7 +91,7 @@ class EmbedWorker:
                 batch = session_vectors.embed_batch(reader, embedder, fingerprint, limit)
                 if batch is None:
                     return
-                self.writer.call(lambda b=batch: self.service.session_store.store_vectors(fingerprint, b))
+                self.writer.call(lambda b=batch: self.service.owner.store_turn_vectors(fingerprint, b))
             except DaemonNotRunning:
                 return
             except Exception as exc:  # as for chunks: keep the backlog, retry later
@@ -103,10 +103,10 @@ class EmbedWorker:
             self.stats.turns_embedded += len(batch)
 
     def _drain(self, reader: IndexStore) -> None:
-        embedder = self.service.embedder
+        embedder = self.service.resources.embedder()
         if embedder is None:
             return
-        fingerprint = self.service.fingerprint()
+        fingerprint = self.service.resources.fingerprint()
         limit = self.service.settings.daemon.embed_batch
         while not self._stop.is_set():
             self.busy = True

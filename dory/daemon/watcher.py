@@ -25,8 +25,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from dory.corpus.paths import IgnoreRules, is_note
+from dory.daemon.changes import ChangeQueue
 from dory.index.store import now_iso
-from dory.jobs.changes import ChangeQueue
 
 log = logging.getLogger("dory.watch")
 # Events that say nothing about content: reading a file, or closing it unchanged.

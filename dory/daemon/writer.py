@@ -19,11 +19,11 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from dory.daemon.changes import ChangeQueue
 from dory.errors import DaemonNotRunning
 from dory.index import vector_pass
 from dory.index.store import now_iso
 from dory.index.vectors import VectorStore
-from dory.jobs.changes import ChangeQueue
 from dory.models import ReindexResponse
 from dory.service import DoryService
 
@@ -71,9 +71,9 @@ class IndexWriter:
         crash left it behind SQLite). Returns warnings (e.g. no embedder)."""
         self._thread.start()
         warnings: list[str] = []
-        self.vectors = self.call(lambda: self.service.owned_vectors(warnings))
-        self.call(lambda: self.service.session_store)  # created here, so readers can open it
-        if self.service.vectors_repaired:
+        self.vectors = self.call(lambda: self.service.owner.owned_vectors(warnings))
+        self.call(self.service.resources.session_store)  # created here, so readers can open it
+        if self.service.resources.vectors_repaired:
             self._faiss_dirty = True  # persist the repaired index soon
         return warnings
 
@@ -101,19 +101,12 @@ class IndexWriter:
         self._tasks.put(None)
 
     # -- work --------------------------------------------------------------------------------
-    def reconcile(self) -> ReindexResponse:
-        """A full compare of disk with the index, on the writer thread (IndexAccess for jobs)."""
-        return self.call(self.reconcile_now)
-
-    def index_paths(self, paths: list[str]) -> ReindexResponse:
-        """Index notes a job just wrote, on the writer thread (IndexAccess for jobs)."""
-        return self.owned(lambda service: service.index_paths(paths))
-
-    def owned(self, fn: Callable[[DoryService], T]) -> T:
-        """Run a job's write (a proposal, a generated page) on the writer thread (IndexAccess for jobs)."""
+    def owned(self, fn: Callable[[], T]) -> T:
+        """Run a change (a write, a job's proposal or page) on the writer thread, then save FAISS
+        soon and wake the embedder."""
 
         def task() -> T:
-            result = fn(self.service)
+            result = fn()
             self.changed_outside()
             return result
 
@@ -126,7 +119,7 @@ class IndexWriter:
 
     def reconcile_now(self, full: bool = False) -> ReindexResponse:
         """Compare the whole corpus with the index and apply the difference (writer thread only)."""
-        report = self.service.apply_changes(full=full, vectors=self.vectors)
+        report = self.service.owner.apply_changes(full=full, vectors=self.vectors)
         self.stats.reconciles += 1
         self.stats.last_reconcile_at = now_iso()
         self._after_write(report)
@@ -136,7 +129,7 @@ class IndexWriter:
         """Record vectors computed by the embedder thread (runs on the writer thread)."""
         if self.vectors is None:
             return 0
-        added = vector_pass.store_batch(self.service.store, self.vectors, fingerprint, batch)
+        added = self.service.owner.store_vectors(self.vectors, fingerprint, batch)
         self._faiss_dirty = self._faiss_dirty or added > 0
         return added
 
@@ -148,7 +141,7 @@ class IndexWriter:
     def _apply(self, paths: list[str]) -> None:
         self.busy = True
         try:
-            report = self.service.apply_changes(paths=paths, vectors=self.vectors)
+            report = self.service.owner.apply_changes(paths=paths, vectors=self.vectors)
         except Exception as exc:  # a broken batch is reported; the next reconcile retries it
             self._error(f"indexing {len(paths)} changed paths failed: {exc}")
             log.exception("batch failed")
@@ -244,9 +237,7 @@ class IndexWriter:
             return
         started = time.monotonic()
         try:
-            vector_pass.finish(
-                self.service.store, self.vectors, self.service.fingerprint(), self.service.settings.faiss_path
-            )
+            self.service.owner.save_vectors(self.vectors)
         except Exception as exc:  # disk full, permissions: keep serving, say so, retry later
             self._error(f"saving the vector index failed: {exc}")
             return

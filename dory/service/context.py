@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dory.errors import NotFound
 from dory.models import (
     ContextPackRequest,
     ContextPackResponse,
-    IndexPathsRequest,
     MarkRequest,
     MarkResponse,
     PackInput,
@@ -18,37 +16,35 @@ from dory.models import (
     RemindResponse,
     WakeRequest,
 )
+from dory.service.session_deps import SessionDeps
 from dory.sessions import compaction, packing
 from dory.sessions.store import WEIGHTS_KEY, parse_weights, render_weights
 from dory.sessions.transcript import Session, message_id
 
-if TYPE_CHECKING:
-    from dory.service import DoryService
-
 
 class ContextService:
-    def __init__(self, service: DoryService) -> None:
-        self.service = service
+    def __init__(self, deps: SessionDeps) -> None:
+        self.deps = deps
 
     def pack(self, req: ContextPackRequest) -> ContextPackResponse:
-        cfg = self.service.settings.context
+        cfg = self.deps.settings.context
         summary = None
         if req.session is not None:
-            files = self.service.session_files()
+            files = self.deps.session_files()
             rel = files.resolve(req.session)
             session, _ = files.load(rel)
             messages = session_messages(session)
-            summary = read_summary(self.service.settings.corpus / files.summary_path(rel))
+            summary = read_summary(self.deps.settings.corpus / files.summary_path(rel))
         else:
             messages = input_messages(req.messages or [])
         system = req.system
         if req.wake_profile:
-            block = self.service.wake(WakeRequest(profile=req.wake_profile)).block
+            block = self.deps.wake(WakeRequest(profile=req.wake_profile)).block
             system = f"{block}\n\n{system}" if system else block
         return packing.pack(
             messages,
             req.budget,
-            self.service.token_counter().count,
+            self.deps.resources.token_counter().count,
             query=req.query,
             reserve=cfg.reserve if req.reserve is None else req.reserve,
             min_recent=cfg.min_recent if req.min_recent is None else req.min_recent,
@@ -60,11 +56,11 @@ class ContextService:
     def remind(self, req: RemindRequest) -> RemindResponse:
         """The archived text of each message or chunk id, exactly as the transcript holds it."""
         items, missing = [], []
-        count = self.service.token_counter().count
+        count = self.deps.resources.token_counter().count
         for wanted in req.ids:
             found = None
             for rel in self._paths_holding(wanted.partition("#")[0], req.session):
-                session, _ = self.service.session_files().load(rel)
+                session, _ = self.deps.session_files().load(rel)
                 found = packing.remind(session_messages(session), [wanted], count).get(wanted)
                 if found is not None:
                     message, text = found
@@ -89,15 +85,15 @@ class ContextService:
         if not paths:
             raise NotFound(f"no message {req.id!r} in the session index", id=req.id)
         rel = paths[0]
-        session, _ = self.service.session_files().load(rel)
+        session, _ = self.deps.session_files().load(rel)
         weights = parse_weights(session.extra.get(WEIGHTS_KEY)) | {req.id: req.weight}
-        self.service.session_files().set_fields(rel, {WEIGHTS_KEY: render_weights(weights)})
-        self.service.as_writer("index_paths", IndexPathsRequest(paths=[rel]))
+        self.deps.session_files().set_fields(rel, {WEIGHTS_KEY: render_weights(weights)})
+        self.deps.index_paths([rel])
         return MarkResponse(id=req.id, session_id=session.session_id, path=rel, weight=req.weight)
 
     def _paths_holding(self, wanted_message: str, session: str | None) -> list[str]:
-        path = self.service.session_files().resolve(session) if session is not None else None
-        return self.service.session_store.paths_holding(wanted_message, path)
+        path = self.deps.session_files().resolve(session) if session is not None else None
+        return self.deps.resources.session_store().paths_holding(wanted_message, path)
 
 
 def session_messages(session: Session) -> list[packing.PackMessage]:

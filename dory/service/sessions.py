@@ -1,5 +1,6 @@
 """Session operations for every surface: ingest, import from this machine's harnesses, list, show,
-history, export, rename, delete and restore. Bound to one DoryService (its stores and its writer)."""
+history, export, rename, delete and restore. Given what it uses (stores, the index owner,
+proposals) as SessionDeps."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dory import llm
 from dory.corpus.atomic import write_atomic
@@ -18,7 +18,6 @@ from dory.models import (
     MAX_INGEST_BYTES,
     CompactRequest,
     CompactResponse,
-    IndexPathsRequest,
     IngestProblem,
     MemoryWriteRequest,
     ProposalCreateRequest,
@@ -34,15 +33,13 @@ from dory.models import (
     SessionUpdateRequest,
     Turn,
 )
+from dory.service.context import read_summary, session_messages
+from dory.service.session_deps import SessionDeps
 from dory.sessions import compaction
-from dory.sessions.context import read_summary, session_messages
 from dory.sessions.files import info
 from dory.sessions.importers import detect_format, parse_source
 from dory.sessions.packing import MESSAGE_OVERHEAD, PackMessage
 from dory.sessions.transcript import Message, slug
-
-if TYPE_CHECKING:
-    from dory.service import DoryService
 
 # Where the harnesses keep their transcripts (override with the environment, e.g. for tests).
 HARNESS_ROOTS = {
@@ -58,8 +55,8 @@ def this_device() -> str:
 
 
 class SessionService:
-    def __init__(self, service: DoryService) -> None:
-        self.service = service
+    def __init__(self, deps: SessionDeps) -> None:
+        self.deps = deps
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
@@ -89,7 +86,7 @@ class SessionService:
         )
         problems = [IngestProblem(line=p.line, message=p.message) for p in result.problems]
         saved = []
-        files = self.service.session_files()
+        files = self.deps.session_files()
         for session in result.sessions:
             try:
                 saved.append(files.save(session, dry_run))
@@ -106,7 +103,7 @@ class SessionService:
 
     def _index(self, paths: list[str], response: SessionIngestResponse) -> None:
         if paths and not response.dry_run:
-            self.service.as_writer("index_paths", IndexPathsRequest(paths=paths))
+            self.deps.index_paths(paths)
             response.indexed = True
 
     def import_local(self, req: SessionImportRequest) -> SessionImportResponse:
@@ -128,12 +125,12 @@ class SessionService:
                 changed += [s.path for s in one.sessions if s.action in CHANGED]
         response = SessionImportResponse(roots=roots, files=results, counts=_counts(results), warnings=warnings)
         if changed and not req.dry_run:
-            self.service.as_writer("index_paths", IndexPathsRequest(paths=changed))
+            self.deps.index_paths(changed)
         return response
 
     # -- reading -----------------------------------------------------------------------------
     def list(self, req: SessionListRequest) -> SessionListResponse:
-        rows, total = self.service.session_store.sessions(
+        rows, total = self.deps.resources.session_store().sessions(
             req.agent, req.status, req.since, req.include_deleted, req.limit
         )
         sessions = [
@@ -153,19 +150,19 @@ class SessionService:
         return SessionListResponse(sessions=sessions, total=total)
 
     def show(self, ident: str, last: int | None = None) -> SessionShowResponse:
-        files = self.service.session_files()
+        files = self.deps.session_files()
         rel = files.resolve(ident)
         session, _ = files.load(rel)
         turns = session.turns()
         shown = turns[-last:] if last else turns
-        summary_file = self.service.settings.corpus / files.summary_path(rel)
+        summary_file = self.deps.settings.corpus / files.summary_path(rel)
         summary = summary_file.read_text(encoding="utf-8", errors="replace") if summary_file.is_file() else None
         return SessionShowResponse(
             session=info(rel, session), turns=[_turn(m) for m in shown], total_turns=len(turns), summary=summary
         )
 
     def export(self, ident: str, fmt: str) -> SessionExportResponse:
-        files = self.service.session_files()
+        files = self.deps.session_files()
         rel = files.resolve(ident)
         session, data = files.load(rel)
         if fmt == "markdown":
@@ -181,7 +178,7 @@ class SessionService:
     # -- compaction --------------------------------------------------------------------------
     def compact(self, req: CompactRequest) -> CompactResponse:
         """Flush durable facts into proposals, then write the continuation summary next to the transcript."""
-        files, settings = self.service.session_files(), self.service.settings
+        files, settings = self.deps.session_files(), self.deps.settings
         rel = files.resolve(req.id)
         session, _ = files.load(rel)
         messages = session_messages(session)
@@ -192,7 +189,7 @@ class SessionService:
         warnings: list[str] = []
         created, existing = self._flush(rel, session.agent, covered, req.dry_run, warnings)
         method, block, counters = self._summarise(covered, previous, warnings)
-        count = self.service.token_counter().count
+        count = self.deps.resources.token_counter().count
         tokens_before = sum(count(m.text) + MESSAGE_OVERHEAD for m in messages)
         tokens_after = count(block) + MESSAGE_OVERHEAD + sum(count(m.text) + MESSAGE_OVERHEAD for m in retained)
         if not req.dry_run and method != "kept_previous":
@@ -222,8 +219,8 @@ class SessionService:
     def _summarise(
         self, covered: list[PackMessage], previous: str | None, warnings: list[str]
     ) -> tuple[str, str, dict[str, int] | None]:
-        cap = self.service.settings.context.summary_words
-        client = llm.from_settings(self.service.settings)
+        cap = self.deps.settings.context.summary_words
+        client = llm.from_settings(self.deps.settings)
         if client is None:
             return "extractive", compaction.render(compaction.extractive(covered, cap), cap), None
         try:
@@ -259,7 +256,7 @@ class SessionService:
                 warnings.append(f"would propose ({fact.kind}, {fact.subject}): {fact.content}")
                 continue
             try:
-                result = self.service.proposal_create(ProposalCreateRequest(write=write))
+                result = self.deps.propose(ProposalCreateRequest(write=write))
             except DoryError as exc:
                 warnings.append(f"not proposed ({exc.code}): {fact.content} — {exc.message}")
                 continue
@@ -271,9 +268,9 @@ class SessionService:
 
     # -- edits -------------------------------------------------------------------------------
     def update(self, req: SessionUpdateRequest) -> SessionInfo:
-        files = self.service.session_files()
+        files = self.deps.session_files()
         rel = files.update(req)
-        self.service.as_writer("index_paths", IndexPathsRequest(paths=[rel]))
+        self.deps.index_paths([rel])
         session, _ = files.load(rel)
         return info(rel, session)
 

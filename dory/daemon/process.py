@@ -8,6 +8,7 @@ first catches up on missed periods). On stop the writer finishes what it has que
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -22,22 +23,24 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dory.config import Settings
 from dory.corpus.paths import IgnoreRules
+from dory.daemon import control
+from dory.daemon.changes import ChangeQueue
+from dory.daemon.embedder import EmbedWorker
+from dory.daemon.watcher import CorpusWatcher
+from dory.daemon.writer import IndexWriter
 from dory.errors import DaemonAlreadyRunning, IndexLocked
 from dory.index import vector_pass
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore, now_iso
-from dory.jobs import control
-from dory.jobs.changes import ChangeQueue
-from dory.jobs.embedding import EmbedWorker
 from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS
 from dory.jobs.runner import JobRunner
 from dory.jobs.schedule import local_zone
-from dory.jobs.state import daemon_status, write_state
-from dory.jobs.watcher import CorpusWatcher
-from dory.jobs.writer import IndexWriter
 from dory.models import JobRunRequest, ReindexRequest
 from dory.service import DoryService
+from dory.service.control import socket_path
+from dory.service.daemon_state import daemon_status, write_state
+from dory.service.writes import WriterCall
 
 log = logging.getLogger("dory.daemon")
 STATE_EVERY_S = 0.5
@@ -69,23 +72,24 @@ class Daemon:
         self._scheduler: BackgroundScheduler | None = None
         self._control: control.ControlServer | None = None
         self._reader: IndexStore | None = None
+        self._exits = contextlib.ExitStack()
         self._state_thread = threading.Thread(target=self._publish_loop, name="dory-state", daemon=True)
 
     # -- life --------------------------------------------------------------------------------
     def start(self) -> None:
         self._take_lock()
         self.started_at = now_iso()
-        self.service.owns_index = True
+        self._exits.enter_context(self.service.resources.owning())  # for the daemon's whole life
         for warning in self.writer.start():
             log.warning("vectors: %s", warning)
-        for line in self.writer.call(self.service.recover_journal):
+        for line in self.writer.call(self.service.owner.recover_journal):
             log.warning("journal: %s", line)
         self._ledger = JobLedger(self.settings.ledger_path)
         interrupted = self._ledger.mark_interrupted()
         if interrupted:
             log.warning("%d job runs were interrupted by a crash; they will run again", interrupted)
-        self._runner = JobRunner(self.settings, self._ledger, self.writer)
-        self._control = control.ControlServer(control.socket_path(self.settings), self._handlers())
+        self._runner = JobRunner(self.settings, self._ledger, self.service.job_api(self.writer.owned))
+        self._control = control.ControlServer(socket_path(self.settings), self._handlers())
         self._control.start()
         self.watcher.start()
         self.writer.submit(self._startup_reconcile)
@@ -139,6 +143,7 @@ class Daemon:
             self._ledger.close()
         if self._reader is not None:
             self._reader.close()
+        self._exits.close()
         self.service.close()
         self.settings.daemon_state_path.unlink(missing_ok=True)
         if self._lock is not None:
@@ -202,11 +207,10 @@ class Daemon:
         return report.model_dump()
 
     def _write(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A write by another process, made on the writer thread like every index change."""
-        op, request = str(args.get("op")), args.get("request") or {}
-        response = self.writer.call(lambda: self.service.run_write(op, request))
-        self.writer.changed_outside()
-        return response
+        """A write by another process, made on the writer thread like every index change. The
+        request id makes a retry safe: a call already applied is answered from its receipt."""
+        call = WriterCall.model_validate(args)
+        return self.writer.owned(lambda: self.service.run_call(call))
 
     def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
         req = JobRunRequest.model_validate(args)
@@ -224,7 +228,7 @@ class Daemon:
         return {
             "pid": os.getpid(),
             "corpus": str(self.settings.corpus),
-            "socket": str(control.socket_path(self.settings)),
+            "socket": str(socket_path(self.settings)),
             "started_at": self.started_at,
             "heartbeat_at": now_iso(),
             "idle": self.startup_done.is_set() and writer_idle and embed_idle,

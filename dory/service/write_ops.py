@@ -1,0 +1,75 @@
+"""Applying writer calls as the index's owner, each request id once.
+
+A call already applied (its receipt exists) is answered from the receipt. Exact and semantic writes
+record their receipt through the journal, at the same moment the files are final; applying a
+proposal records the semantic write under `<id>:memory` first and its own receipt last, so a retry
+after a crash in between marks the proposal applied without writing the memory twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dory.config import Settings
+from dory.memory.exact import ExactWriter
+from dory.memory.proposals import ProposalStore
+from dory.memory.semantic import SemanticWriter
+from dory.models import MemoryWriteRequest, MemoryWriteResponse, Proposal, ProposalDecision, WriteRequest
+from dory.service.owner import IndexOwner
+from dory.service.writes import ExactWriteOp, IndexPathsOp, MemoryWriteOp, ProposalApplyOp, WriterCall
+
+# The folders a semantic write resolves against (entity pages and evidence artifacts).
+MEMORY_ROOTS = ["people", "projects", "concepts", "decisions", "core", "sources/semantic"]
+
+
+class WriteRunner:
+    def __init__(self, settings: Settings, owner: IndexOwner) -> None:
+        self.settings = settings
+        self.owner = owner
+
+    def run(self, call: WriterCall) -> dict[str, Any]:
+        op, rid = call.operation, call.request_id
+        if isinstance(op, IndexPathsOp):  # indexing is idempotent by nature
+            return self.owner.index_paths(op.request.paths).model_dump(mode="json")
+        done = self.owner.receipts().get(rid)
+        if done is not None:
+            return done
+        if isinstance(op, ExactWriteOp):
+            return self.exact(op.request, rid)
+        # A semantic write first re-reads the pages and artifacts it resolves against, so one saved
+        # a moment ago (before the watcher's debounce) counts.
+        self.owner.index_paths(MEMORY_ROOTS)
+        if isinstance(op, MemoryWriteOp):
+            return self.memory(op.request, rid).model_dump(mode="json")
+        assert isinstance(op, ProposalApplyOp)
+        return self.apply_proposal(op.request, rid).model_dump(mode="json")
+
+    def exact(self, req: WriteRequest, rid: str) -> dict[str, Any]:
+        plan = ExactWriter(self.settings, self.owner.journal(rid)).write(req)
+        self.owner.index_paths(plan.response.files)
+        plan.response.indexed = plan.response.action != "quarantined"  # quarantine is never indexed
+        return plan.response.model_dump(mode="json")
+
+    def semantic_writer(self, rid: str | None = None) -> SemanticWriter:
+        return SemanticWriter(self.settings, self.owner.resources.store().conn, self.owner.journal(rid))
+
+    def memory(self, req: MemoryWriteRequest, rid: str) -> MemoryWriteResponse:
+        done = self.owner.receipts().get(rid)
+        if done is not None:
+            return MemoryWriteResponse.model_validate(done)
+        response = self.semantic_writer(rid).write(req).response
+        if response.files:
+            self.owner.index_paths(response.files)
+            response.indexed = response.action != "quarantined"
+        return response
+
+    def apply_proposal(self, req: ProposalDecision, rid: str) -> Proposal:
+        store = ProposalStore(self.settings.corpus)
+        proposal = store.show(req.id)
+        memory_rid = f"{rid}:memory"
+        if self.owner.receipts().get(memory_rid) is None:
+            store.check_fresh(proposal, lambda write: self.semantic_writer().plan(write).response)
+        live = proposal.write.model_copy(update={"dry_run": False, "allow_canonical": True})
+        applied = store.mark_applied(proposal, self.memory(live, memory_rid))
+        self.owner.receipts().record(rid, "proposal_apply", applied.model_dump(mode="json"))
+        return applied

@@ -1,0 +1,92 @@
+"""The daemon dies in the middle of writes; the CLI retries with the same request id; nothing doubles.
+
+Each round starts a real daemon, sends an exact append and a memory write through the real CLI,
+and kills the daemon: either at a precise crash point of the journal (the daemon's own DORY_FAULT
+hook: after a file is written, before the operation's receipt is recorded) or with kill -9 at a
+random moment. The CLI then finds no daemon and finishes the call itself under the writer lock,
+with the same request id: a write the daemon had already applied is answered from its receipt.
+At the end every append and every memory event is on disk, and in the claim store, exactly once.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.daemon import DaemonProcess, daemon_env
+
+from dory.config import load_settings
+from dory.index.store import IndexStore
+from dory.memory import claims
+
+# The suite runs 12 rounds (each crash point three times); `-m slow` runs the full 50.
+ROUNDS = [pytest.param(12, id="12-rounds"), pytest.param(50, id="50-rounds", marks=pytest.mark.slow)]
+# Crash points: after the append's note is written; after the memory write's first and second file.
+FAULTS = ["append:0", "memory-write:0", "memory-write:1", None]  # None: kill -9 at a random moment
+NOTES = {
+    "people/ada-lovelace.md": "---\ntitle: Ada Lovelace\n---\n\n## Summary\n\nMathematician.\n",
+    "logs/appends.md": "# Appends\n",
+}
+
+
+def start_cli(cmd: list[str], root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*cmd, "--corpus", str(root), *args, "--json"],
+        env=daemon_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("rounds", ROUNDS)
+def test_daemon_killed_mid_write_every_append_and_memory_event_lands_once(
+    tmp_path: Path, dory_cmd: list[str], daemon_factory: Callable[..., DaemonProcess], rounds: int
+) -> None:
+    root = tmp_path / "corpus"
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    rng = random.Random(20261125)
+    for n in range(rounds):
+        fault = FAULTS[n % len(FAULTS)]
+        env = daemon_env(**({"DORY_FAULT": fault} if fault else {}))
+        daemon = daemon_factory(root, env).start()
+        assert daemon.proc is not None
+        calls = [
+            start_cli(dory_cmd, root, "write", "logs/appends.md", "--kind", "append", "--content", f"- app{n}z"),
+            start_cli(dory_cmd, root, "memory-write", "Ada Lovelace", f"Ada fact {n}z", "--allow-canonical"),
+        ]
+        if fault is None:
+            time.sleep(rng.uniform(0.0, 0.4))  # only picks the moment of the kill; nothing waits on it
+            daemon.kill9()
+        else:  # the daemon kills itself at the crash point
+            daemon.proc.wait(120)
+        for call in calls:
+            out, err = call.communicate(timeout=180)
+            assert call.returncode == 0, f"round {n} ({fault}): {err[-2000:]}\n{out}"
+        if daemon.proc is not None and daemon.proc.poll() is None:
+            daemon.kill9()
+
+    final = daemon_factory(root, daemon_env()).start()  # recovers, reconciles and goes idle
+    final.stop()
+    text = (root / "logs/appends.md").read_text(encoding="utf-8")
+    appends = Counter(word for word in text.split() if word.startswith("app"))
+    assert appends == Counter(f"app{n}z" for n in range(rounds))
+    settings = load_settings(root, env=daemon_env())
+    store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
+    try:
+        statements = Counter(claim["statement"] for claim in claims.dump(store.conn))
+    finally:
+        store.close()
+    assert {fact: statements[fact] for fact in (f"Ada fact {n}z" for n in range(rounds))} == {
+        f"Ada fact {n}z": 1 for n in range(rounds)
+    }
+    evidence = [p.read_text(encoding="utf-8") for p in (root / "sources/semantic").rglob("*.md")]
+    for n in range(rounds):
+        assert sum(f"Ada fact {n}z" in body for body in evidence) == 1, f"evidence of fact {n}"

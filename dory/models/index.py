@@ -1,0 +1,71 @@
+"""The index: reindex, index-these-paths, status, and the files it skipped."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from dory.models.common import _Model
+from dory.models.jobs import DaemonStatus, JobRun
+
+
+class SkippedFile(_Model):
+    path: str
+    reason: str
+    detail: str
+
+
+class StatusResponse(_Model):
+    corpus: str
+    state_dir: str
+    files_on_disk: int
+    files_indexed: int
+    chunks: int
+    vectors: int
+    vectors_pending: int
+    pending_changes: int
+    embedder: str
+    fingerprint: dict[str, object] | None
+    fingerprint_matches: bool
+    vector_index: str
+    skipped: list[SkippedFile]
+    broken_frontmatter: list[SkippedFile]
+    last_reindex: str | None
+    index_bytes: int
+    daemon: DaemonStatus = Field(default_factory=lambda: DaemonStatus(running=False))
+    jobs: list[JobRun] = Field(default_factory=list)  # each job's last run
+    sessions: dict[str, int] = Field(
+        default_factory=dict, description="the session plane: sessions, turns, turn vectors still to embed"
+    )
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ReindexRequest(_Model):
+    full: bool = False
+    plan_only: bool = False
+    vectors: bool = True
+    # How long to wait for another writer (a running reindex) to release the index lock.
+    wait_s: float = Field(0.0, ge=0, le=86_400)
+
+
+class ReindexResponse(_Model):
+    new: int
+    changed: int
+    renamed: int
+    deleted: int
+    touched: int
+    unchanged: int
+    skipped: list[SkippedFile]
+    chunks_written: int
+    vectors_embedded: int
+    vectors_reused: int
+    vectors_pending: int
+    seconds: float
+    sessions_indexed: int = Field(0, description="transcripts (re)indexed in the session plane")
+    sessions_deleted: int = 0
+    session_vectors_embedded: int = 0
+    planned_paths: dict[str, list[str]] | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class IndexPathsRequest(_Model):
+    paths: list[str] = Field(..., max_length=100_000)

@@ -7,9 +7,15 @@
         except BackendUnavailable:              # LlmUnavailable or LlmBadOutput: use the fallback
             ...
 
+Its errors, LlmUnavailable and LlmBadOutput, live in dory.errors with all of Dory's errors.
+
 Importing this package is cheap: httpx is loaded on the first request.
 """
 
-from .client import LlmBadOutput, LlmClient, LlmCounters, LlmUnavailable, from_settings
+# Re-exported only for `llm.LlmBadOutput` in dory/jobs/digest_daily.py and dory/sessions/service.py
+# (being refactored on other branches); new code imports them from dory.errors. Drop once those move.
+from dory.errors import LlmBadOutput, LlmUnavailable
+
+from .client import LlmClient, LlmCounters, from_settings
 
 __all__ = ["LlmBadOutput", "LlmClient", "LlmCounters", "LlmUnavailable", "from_settings"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from dory.config import load_settings
+from dory.cpu import configure_blas_threads
 from dory.errors import DoryError, JobFailed
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
 from dory.surfaces import context_cli, memory_cli, render, sessions_cli
@@ -264,7 +265,7 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     with service(ctx) as svc:
         res = svc.run_job(req)
     if res.status == "failed":
-        raise JobFailed(f"job {res.job} failed for {res.period}: {res.error}", job=res.job, period=res.period)
+        raise JobFailed.for_run(res.job, res.period, res.error)
     return res.model_dump(mode="json"), lambda: render.job_run(res)
 
 
@@ -299,4 +300,9 @@ for _command in memory_cli.COMMANDS + sessions_cli.COMMANDS + context_cli.COMMAN
 
 
 def main() -> None:
+    """The `dory` executable (and so the daemon, `dory ops watch`): process setup, then the command.
+
+    BLAS threads are limited here, before any command imports numpy; importing this module must not
+    import numpy (see dory/cpu.py and clikit's docstring)."""
+    configure_blas_threads()
     cli(prog_name="dory")

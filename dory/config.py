@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dory.errors import ConfigError, CorpusNotFound
+from dory.errors import ConfigError, CorpusNotFound, describe_validation_error
 
 CONFIG_FILE = "dory.toml"
 STATE_DIR_NAME = ".dory"
@@ -320,5 +320,4 @@ def load_settings(
     try:
         return Settings(corpus=root, state_dir=Path(state_dir).expanduser().resolve(), **layers)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise ConfigError(f"invalid settings: {problems}") from exc
+        raise ConfigError(f"invalid settings: {describe_validation_error(exc)}") from exc

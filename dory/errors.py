@@ -1,12 +1,20 @@
-"""Dory's error hierarchy.
+"""Dory's error hierarchy: the one module that defines error classes.
 
-Every error a user can see is a `DoryError` with a stable machine code, an HTTP status for the
-HTTP surface and an exit code for the CLI. Surfaces never invent their own errors: they map these.
+Every error a user can see is a `DoryError` with a stable machine `code`, an `http_status` for the
+HTTP surface and an `exit_code` for the CLI. Surfaces (CLI, HTTP, MCP) never invent their own errors:
+they raise or map these, and turn foreign exceptions into them with the helpers at the end of this
+module (`from_validation_error` for pydantic). `code` values are a public contract: never rename
+one; add a subclass with a new code instead. tests/test_errors.py pins the table.
+
+Importing this module is cheap and has no side effects (pydantic is only named for type checking).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pydantic
 
 
 class DoryError(Exception):
@@ -52,30 +60,32 @@ class NotFound(DoryError):
     exit_code = 3
 
 
-class ValidationError(DoryError):
-    """Input was well-formed but is not acceptable (unsafe path, too large, bad encoding)."""
+class InvalidInput(DoryError):
+    """Input was well-formed but is not acceptable (unsafe path, too large, bad encoding).
+
+    Was `ValidationError` (renamed: it clashed with pydantic's); the code stays "validation_error"."""
 
     code = "validation_error"
     http_status = 400
     exit_code = 4
 
 
-class PathOutsideCorpus(ValidationError):
+class PathOutsideCorpus(InvalidInput):
     code = "path_outside_corpus"
 
 
-class PathNotAllowed(ValidationError):
+class PathNotAllowed(InvalidInput):
     """Inside the corpus, but not a note Dory serves (hidden, ignored, or not markdown)."""
 
     code = "path_not_allowed"
 
 
-class FileTooLarge(ValidationError):
+class FileTooLarge(InvalidInput):
     code = "file_too_large"
     http_status = 413
 
 
-class UnreadableFile(ValidationError):
+class UnreadableFile(InvalidInput):
     """A file exists but cannot be read as markdown text (binary, not UTF-8, a loop)."""
 
     code = "unreadable_file"
@@ -106,19 +116,19 @@ class PathNotWritable(PathNotAllowed):
     code = "path_not_writable"
 
 
-class BrokenFrontmatter(ValidationError):
+class BrokenFrontmatter(InvalidInput):
     """The target file's frontmatter cannot be parsed; Dory never rewrites such a file."""
 
     code = "broken_frontmatter"
 
 
-class InvalidFrontmatter(ValidationError):
+class InvalidFrontmatter(InvalidInput):
     """The frontmatter given for a write breaks the vocabulary (unknown type, bad date, ...)."""
 
     code = "invalid_frontmatter"
 
 
-class UnsafeContent(ValidationError):
+class UnsafeContent(InvalidInput):
     """Content failed a safety check; subclasses name which one. `soft` writes quarantine it."""
 
     code = "unsafe_content"
@@ -149,7 +159,7 @@ class PromptInjection(UnsafeContent):
     code = "prompt_injection"
 
 
-class CanonicalWriteRefused(ValidationError):
+class CanonicalWriteRefused(InvalidInput):
     """A live semantic write would change a canonical page without `allow_canonical`."""
 
     code = "canonical_target"
@@ -162,7 +172,7 @@ class UnresolvedSubject(NotFound):
     code = "unresolved_subject"
 
 
-class AmbiguousSubject(ValidationError):
+class AmbiguousSubject(InvalidInput):
     """Several entities match the subject equally; `details.candidates` lists them."""
 
     code = "ambiguous_subject"
@@ -184,6 +194,25 @@ class EmbeddingEndpointError(BackendUnavailable):
     code = "embedding_endpoint_error"
 
 
+class LlmUnavailable(BackendUnavailable):
+    """The LLM endpoint could not give an answer: unreachable, timed out, refused the key, or HTTP errors.
+
+    Every LLM feature has a deterministic fallback: callers catch BackendUnavailable and use it."""
+
+    code = "llm_unavailable"
+
+
+class LlmBadOutput(BackendUnavailable):
+    """The model answered, but not with usable JSON. `details.reason` is one of empty, not_json,
+    truncated, schema; for schema, `details.field` names the first offending field.
+
+    HTTP 502 (bad gateway): the upstream answered, with something unusable. Still a
+    BackendUnavailable, so callers fall back the same way as for LlmUnavailable."""
+
+    code = "llm_bad_output"
+    http_status = 502
+
+
 class IndexLocked(DoryError):
     code = "index_locked"
     http_status = 409
@@ -191,9 +220,20 @@ class IndexLocked(DoryError):
 
 
 class JobFailed(DoryError):
-    """A job ran and failed; its ledger row holds the error."""
+    """A job ran and failed; its ledger row holds the error (also in `details.error`).
+
+    Surfaces raise it when a run they asked for comes back with status "failed" (the run itself
+    is a result, not an exception): build it with `JobFailed.for_run` so every surface says the same."""
 
     code = "job_failed"
+    http_status = 500
+
+    @classmethod
+    def for_run(cls, job: str, period: str, error: str | None) -> JobFailed:
+        """The error for a failed run of `job` for `period`; `error` is the ledger's error text."""
+        return cls(
+            f"job {job} failed for {period}: {error or 'no error recorded'}", job=job, period=period, error=error
+        )
 
 
 class DaemonNotRunning(BackendUnavailable):
@@ -214,14 +254,54 @@ class DaemonAlreadyRunning(IndexLocked):
     code = "daemon_already_running"
 
 
+def error_classes() -> list[type[DoryError]]:
+    """DoryError and all its subclasses, parents before children (the table surfaces document)."""
+    found: list[type[DoryError]] = []
+    pending: list[type[DoryError]] = [DoryError]
+    while pending:
+        cls = pending.pop(0)
+        if cls not in found:
+            found.append(cls)
+            pending.extend(cls.__subclasses__())
+    return found
+
+
 def error_from_dict(body: dict[str, Any]) -> DoryError:
     """Rebuild an error sent by another process (the daemon) so callers see the same class and code."""
     details = body.get("details") or {}
     message = str(body.get("message", "unknown error"))
-    pending: list[type[DoryError]] = [DoryError]
-    while pending:
-        cls = pending.pop()
+    for cls in error_classes():
         if cls.code == body.get("code"):
             return cls(message, **details)
-        pending.extend(cls.__subclasses__())
     return DoryError(message, **details)
+
+
+# -- foreign exceptions -> DoryError ---------------------------------------------------------------
+
+
+def validation_problems(exc: pydantic.ValidationError) -> list[dict[str, str]]:
+    """Each problem pydantic found, as {"field", "problem", "type"}: `field` is the dotted location
+    ("budget", "messages.0.role"; "input" when the model as a whole was refused), `problem` pydantic's
+    message, `type` pydantic's stable error type ("missing", "int_parsing", "value_error", ...)."""
+    return [
+        {"field": ".".join(str(part) for part in err["loc"]) or "input", "problem": err["msg"], "type": err["type"]}
+        for err in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+
+
+def describe_validation_error(exc: pydantic.ValidationError) -> str:
+    """One readable line: "field: problem; field: problem" (e.g. "budget: Input should be a valid integer")."""
+    return "; ".join(f"{p['field']}: {p['problem']}" for p in validation_problems(exc))
+
+
+def from_validation_error(exc: pydantic.ValidationError) -> UsageError:
+    """A request that failed pydantic validation, as the error every surface reports.
+
+    Returns a `UsageError`: code "usage_error", HTTP status 400, CLI exit code 2. The message lists
+    each field location and pydantic's message (`describe_validation_error`); `details.errors` holds
+    the same as data (`validation_problems`), never the offending input values (they may be large or
+    secret). Why 400 and not 422: a request the models refuse is a malformed request like any other
+    usage error, and one code must keep one status, so "usage_error" (which the CLI has always
+    printed for these) stays 400 everywhere. Raise it `from exc` to keep pydantic's traceback.
+    """
+    return UsageError(describe_validation_error(exc), errors=validation_problems(exc))

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from dory.errors import NotFound, PathNotAllowed, PathOutsideCorpus, ValidationError
+from dory.errors import InvalidInput, NotFound, PathNotAllowed, PathOutsideCorpus
 
 # Folders never walked, wherever they appear.
 IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules", "__pycache__", ".venv"})
@@ -90,9 +90,9 @@ def normalize_rel(user_path: str) -> str:
     Rejects absolute paths, `..` segments, NUL bytes and empty paths before touching the disk.
     """
     if not user_path or not user_path.strip():
-        raise ValidationError("path is empty", path=user_path)
+        raise InvalidInput("path is empty", path=user_path)
     if "\x00" in user_path:
-        raise ValidationError("path contains a NUL byte", path=user_path.replace("\x00", "\\x00"))
+        raise InvalidInput("path contains a NUL byte", path=user_path.replace("\x00", "\\x00"))
     candidate = user_path.replace("\\", "/")
     pure = PurePosixPath(candidate)
     if pure.is_absolute() or candidate.startswith("~") or (len(candidate) > 1 and candidate[1] == ":"):
@@ -101,7 +101,7 @@ def normalize_rel(user_path: str) -> str:
         raise PathOutsideCorpus(f"path escapes the corpus: {user_path}", path=user_path)
     parts = [part for part in pure.parts if part not in ("", ".")]
     if not parts:
-        raise ValidationError("path names the corpus root, not a file", path=user_path)
+        raise InvalidInput("path names the corpus root, not a file", path=user_path)
     return "/".join(parts)
 
 
@@ -118,15 +118,15 @@ def resolve_inside(root: Path, user_path: str) -> tuple[str, Path]:
     except FileNotFoundError as exc:
         raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
     except RuntimeError as exc:  # Python raises this for symlink loops
-        raise ValidationError(f"symlink loop at {rel}", path=rel) from exc
+        raise InvalidInput(f"symlink loop at {rel}", path=rel) from exc
     except OSError as exc:
         if exc.errno == 40:  # ELOOP
-            raise ValidationError(f"symlink loop at {rel}", path=rel) from exc
+            raise InvalidInput(f"symlink loop at {rel}", path=rel) from exc
         raise NotFound(f"cannot open {rel}: {exc.strerror}", path=rel) from exc
     if not resolved.is_relative_to(real_root):
         raise PathOutsideCorpus(f"path leads outside the corpus through a symlink: {rel}", path=rel)
     if resolved.is_dir():
-        raise ValidationError(f"path is a folder, not a file: {rel}", path=rel)
+        raise InvalidInput(f"path is a folder, not a file: {rel}", path=rel)
     return rel, resolved
 
 

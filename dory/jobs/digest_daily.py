@@ -24,7 +24,7 @@ from typing import Any
 from dory import llm
 from dory.config import Settings
 from dory.corpus.paths import SESSIONS_ROOT
-from dory.errors import BackendUnavailable, DoryError
+from dory.errors import BackendUnavailable, DoryError, LlmBadOutput
 from dory.jobs import generated
 from dory.jobs.digest import Bullet, Source, one_line, section
 from dory.jobs.job import JobContext, JobResult
@@ -320,7 +320,7 @@ def with_llm(day: Day, settings: Settings, warnings: list[str]) -> tuple[Digest,
             warnings.append(f"the model gave {dropped} items without a valid source turn; they were dropped")
         if not (digest.decisions or digest.work or digest.loops or digest.followups):
             client.counters.reclassify_empty()
-            raise llm.LlmBadOutput("daily digest: the model returned no cited items", reason="empty")
+            raise LlmBadOutput("daily digest: the model returned no cited items", reason="empty")
     except BackendUnavailable as exc:
         warnings.append(f"{exc.message}; the digest was extracted without the model")
         return fallback, "extractive", client.counters.as_dict()

@@ -7,9 +7,11 @@
         except BackendUnavailable:              # LlmUnavailable or LlmBadOutput: use the fallback
             ...
 
+Its errors, LlmUnavailable and LlmBadOutput, live in dory.errors with all of Dory's errors.
+
 Importing this package is cheap: httpx is loaded on the first request.
 """
 
-from .client import LlmBadOutput, LlmClient, LlmCounters, LlmUnavailable, from_settings
+from .client import LlmClient, LlmCounters, from_settings
 
-__all__ = ["LlmBadOutput", "LlmClient", "LlmCounters", "LlmUnavailable", "from_settings"]
+__all__ = ["LlmClient", "LlmCounters", "from_settings"]

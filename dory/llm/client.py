@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from dory.errors import BackendUnavailable, ConfigError
+from dory.errors import BackendUnavailable, ConfigError, LlmBadOutput, LlmUnavailable
 from dory.llm.endpoint import endpoint_url
 
 from .schema import check_schema, extract_json_object, schema_errors
@@ -35,19 +35,6 @@ if TYPE_CHECKING:
 
 _REJECTED_FORMAT_STATUSES = frozenset({400, 422})  # 422: servers that validate request bodies strictly
 _AUTH_STATUSES = frozenset({401, 403})
-
-
-class LlmUnavailable(BackendUnavailable):
-    """The endpoint could not give an answer: unreachable, timed out, refused the key, or HTTP errors."""
-
-    code = "llm_unavailable"
-
-
-class LlmBadOutput(BackendUnavailable):
-    """The model answered, but not with usable JSON. `details.reason` is one of empty, not_json,
-    truncated, schema; for schema, `details.field` names the first offending field."""
-
-    code = "llm_bad_output"
 
 
 @dataclass

@@ -33,7 +33,7 @@ Path decisions (see `check_write_path`):
 - Unsafe characters in a path (control, format/invisible, bidi, variation selectors, unusual spaces)
   raise PathNotAllowed: an invisible character in a name makes a second file that looks exactly like
   the first. Paths are stricter than content here (no emoji ZWJ). The one exception is NUL, which
-  `normalize_rel` already refuses with ValidationError.
+  `normalize_rel` already refuses with InvalidInput.
 - Components with leading/trailing spaces or a trailing dot are refused (`note.md `, `notes./x.md`):
   lookalikes of another name, and silently renamed on Windows.
 - `.dory/`, `wiki/` and `sources/semantic/` are matched case-insensitively (a case-insensitive
@@ -60,6 +60,7 @@ from dory.errors import (
     BidiControl,
     ContentTooLarge,
     ControlCharacters,
+    InvalidInput,
     InvisibleCharacters,
     PathNotAllowed,
     PathNotWritable,
@@ -67,7 +68,6 @@ from dory.errors import (
     PromptInjection,
     TagCharacters,
     UnsafeContent,
-    ValidationError,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -418,10 +418,10 @@ def _check_characters(rel: str) -> None:
 
 def _check_lengths(rel: str) -> None:
     if len(rel.encode("utf-8")) > MAX_PATH_BYTES:
-        raise ValidationError(f"path is longer than {MAX_PATH_BYTES} bytes", path=rel[:200])
+        raise InvalidInput(f"path is longer than {MAX_PATH_BYTES} bytes", path=rel[:200])
     for part in rel.split("/"):
         if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
-            raise ValidationError(
+            raise InvalidInput(
                 f"a path component is longer than {MAX_COMPONENT_BYTES} bytes: {part[:60]}...", path=rel[:200]
             )
 
@@ -467,15 +467,15 @@ def _resolve_existing(path: Path, rel: str, real_root: Path) -> Path:
     try:
         real = path.resolve(strict=True)
     except RuntimeError as exc:  # Python 3.11/3.12 report symlink loops this way
-        raise ValidationError(f"symlink loop on the way to {rel}", path=rel) from exc
+        raise InvalidInput(f"symlink loop on the way to {rel}", path=rel) from exc
     except FileNotFoundError as exc:  # a dangling symlink: say where it points if that is outside
         if not path.resolve().is_relative_to(real_root):
             raise PathOutsideCorpus(f"{rel} leads outside the corpus through a symlink", path=rel) from exc
-        raise ValidationError(f"a broken symlink is on the way to {rel}", path=rel) from exc
+        raise InvalidInput(f"a broken symlink is on the way to {rel}", path=rel) from exc
     except OSError as exc:
         if exc.errno == 40:  # ELOOP (Python 3.13+)
-            raise ValidationError(f"symlink loop on the way to {rel}", path=rel) from exc
-        raise ValidationError(f"cannot inspect {rel}: {exc.strerror}", path=rel) from exc
+            raise InvalidInput(f"symlink loop on the way to {rel}", path=rel) from exc
+        raise InvalidInput(f"cannot inspect {rel}: {exc.strerror}", path=rel) from exc
     if not real.is_relative_to(real_root):
         raise PathOutsideCorpus(f"{rel} leads outside the corpus through a symlink", path=rel)
     return real
@@ -491,7 +491,7 @@ def _deepest_existing_folder(root: Path, real_root: Path, rel: str) -> tuple[Pat
             return real_parent, parts[depth - 1 :]
         real_parent = _resolve_existing(folder, rel, real_root)
         if not real_parent.is_dir():
-            raise ValidationError(f"{'/'.join(parts[:depth])} is a file, not a folder", path=rel)
+            raise InvalidInput(f"{'/'.join(parts[:depth])} is a file, not a folder", path=rel)
     return real_parent, parts[-1:]
 
 
@@ -501,13 +501,13 @@ def _check_target(target: Path, rel: str) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise ValidationError(f"cannot inspect {rel}: {exc.strerror}", path=rel) from exc
+        raise InvalidInput(f"cannot inspect {rel}: {exc.strerror}", path=rel) from exc
     if stat.S_ISLNK(mode):
         raise PathNotAllowed(f"{rel} is a symlink; Dory writes only regular files", path=rel)
     if stat.S_ISDIR(mode):
-        raise ValidationError(f"{rel} is a folder, not a file", path=rel)
+        raise InvalidInput(f"{rel} is a folder, not a file", path=rel)
     if not stat.S_ISREG(mode):
-        raise ValidationError(f"{rel} is not a regular file", path=rel)
+        raise InvalidInput(f"{rel} is not a regular file", path=rel)
 
 
 def check_write_path(root: Path, user_path: str, rules: IgnoreRules, allow_evidence: bool = False) -> tuple[str, Path]:

@@ -317,7 +317,7 @@ class DoryService:
         A run that failed raises JobFailed (its ledger row keeps the error)."""
         run = self._run_job(req)
         if run.status == "failed":
-            raise JobFailed(f"job {run.job} failed for {run.period}: {run.error}", job=run.job, period=run.period)
+            raise JobFailed.for_run(run.job, run.period, run.error)
         return run
 
     def _run_job(self, req: JobRunRequest) -> JobRun:

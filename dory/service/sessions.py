@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dory import llm
 from dory.corpus.atomic import write_atomic
-from dory.errors import BackendUnavailable, DoryError, UsageError
+from dory.errors import BackendUnavailable, DoryError, LlmBadOutput, UsageError
 from dory.index.store import now_iso
 from dory.models import (
     MAX_INGEST_BYTES,
@@ -230,7 +230,7 @@ class SessionService:
             parts = compaction.from_llm(answer)
             if compaction.is_empty(parts):
                 client.counters.reclassify_empty()
-                raise llm.LlmBadOutput("compaction: the model returned only empty sections", reason="empty")
+                raise LlmBadOutput("compaction: the model returned only empty sections", reason="empty")
             return "llm", compaction.render(parts, cap), client.counters.as_dict()
         except BackendUnavailable as exc:
             if previous:

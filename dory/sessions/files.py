@@ -15,12 +15,12 @@ from typing import Any
 from dory.corpus.atomic import create_exclusive, sha256_of, swap_if_unchanged
 from dory.corpus.paths import SESSIONS_ROOT, resolve_inside
 from dory.errors import (
+    InvalidInput,
     NotFound,
     PathNotAllowed,
     PathOutsideCorpus,
     UnreadableFile,
     UsageError,
-    ValidationError,
     WriteConflict,
 )
 from dory.memory.exact import read_editable, set_fields
@@ -45,7 +45,7 @@ class SessionFiles:
         if ident.endswith(".md"):
             rel, _ = resolve_inside(self.corpus, ident)
             if not rel.startswith(SESSIONS_ROOT + "/") or rel.endswith(SUMMARY_SUFFIX):
-                raise ValidationError(f"{rel} is not a session transcript (under {SESSIONS_ROOT}/)", path=rel)
+                raise InvalidInput(f"{rel} is not a session transcript (under {SESSIONS_ROOT}/)", path=rel)
             return rel
         rows = self.store.find(ident, prefix=False) or (self.store.find(ident, prefix=True) if ident else [])
         if not rows:

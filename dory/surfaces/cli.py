@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
+from dory.cpu import configure_blas_threads
 from dory.errors import DoryError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
-from dory.service.settings import open_settings
 from dory.surfaces import context_cli, memory_cli, render, sessions_cli
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
@@ -221,6 +221,7 @@ def ops() -> None:
 def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file: str | None, wait_s: float) -> None:
     """Keep the index fresh while notes change, and run scheduled jobs (until SIGTERM / Ctrl-C)."""
     from dory.daemon.process import Daemon, setup_logging
+    from dory.service.settings import open_settings
 
     root = ctx.find_root().params
     try:
@@ -297,4 +298,9 @@ for _command in memory_cli.COMMANDS + sessions_cli.COMMANDS + context_cli.COMMAN
 
 
 def main() -> None:
+    """The `dory` executable (and so the daemon, `dory ops watch`): process setup, then the command.
+
+    BLAS threads are limited here, before any command imports numpy; importing this module must not
+    import numpy (see dory/cpu.py and clikit's docstring)."""
+    configure_blas_threads()
     cli(prog_name="dory")

@@ -1,4 +1,9 @@
-"""What every `dory` command shares: --json output, error mapping, the service for this corpus."""
+"""What every `dory` command shares: --json output, error mapping, the service for this corpus.
+
+This module and the command modules must not import numpy (nor dory.service, which does) at module
+level: `dory.surfaces.cli.main` limits the BLAS threads before numpy loads, and can only do that if
+importing the CLI has not loaded it already (tests/test_errors.py checks).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import pydantic
 
-from dory.errors import DoryError, UsageError
-from dory.service import DoryService
-from dory.service.settings import open_settings
+from dory.errors import DoryError, from_validation_error
+
+if TYPE_CHECKING:
+    from dory.service import DoryService
 
 F = TypeVar("F", bound=Callable[..., Any])
 # What a command returns: the JSON payload, and a function rendering it for people.
@@ -36,14 +42,10 @@ def command(fn: F) -> F:
     def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> None:
         try:
             result = fn(*args, **kwargs)
-        except pydantic.ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
-            err = UsageError(problems)
+        except (DoryError, pydantic.ValidationError) as exc:
+            err = from_validation_error(exc) if isinstance(exc, pydantic.ValidationError) else exc
             emit_error(err, as_json)
             sys.exit(err.exit_code)
-        except DoryError as exc:
-            emit_error(exc, as_json)
-            sys.exit(exc.exit_code)
         if result is None:
             return
         payload, human = result
@@ -57,6 +59,9 @@ def command(fn: F) -> F:
 
 @contextmanager
 def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
+    from dory.service import DoryService  # numpy, faiss: loaded when a command needs the corpus
+    from dory.service.settings import open_settings
+
     root = ctx.find_root().params
     settings = open_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
     svc = DoryService(settings)

@@ -7,8 +7,10 @@ these helpers after putting this folder on `sys.path`:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import make_service, percentiles, unpack
 
-Nothing here imports numpy or dory at module level, so importing it is cheap and leaves Dory's own
-BLAS thread setup (done when `dory.index.embedders` is first imported) in charge.
+The benchmarks are processes that embed, like `dory` itself, so importing this module does their
+process setup: `dory.cpu.configure_blas_threads()`, which must run before numpy loads (Dory no longer
+does it on import). That is why scripts import this module before Dory, and why nothing here imports
+numpy or the rest of Dory at module level.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dory.cpu import configure_blas_threads
+
 if TYPE_CHECKING:
     from dory.service import DoryService
+
+# Process setup for every benchmark script (see the docstring): before anything imports numpy.
+configure_blas_threads()
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE_DIR = REPO_ROOT.parent / "shared" / "bench"

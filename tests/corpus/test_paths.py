@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_inside
-from dory.errors import NotFound, PathOutsideCorpus, ValidationError
+from dory.errors import InvalidInput, NotFound, PathOutsideCorpus
 
 
 @pytest.mark.parametrize(
@@ -16,9 +16,9 @@ def test_traversal_is_refused(bad: str) -> None:
 
 
 def test_nul_and_empty_paths() -> None:
-    with pytest.raises(ValidationError, match="NUL byte"):
+    with pytest.raises(InvalidInput, match="NUL byte"):
         normalize_rel("a\x00.md")
-    with pytest.raises(ValidationError, match="empty"):
+    with pytest.raises(InvalidInput, match="empty"):
         normalize_rel("  ")
 
 
@@ -34,7 +34,7 @@ def test_symlink_leaving_the_corpus_is_refused(tmp_path: Path) -> None:
 def test_symlink_loop_and_missing_file(tmp_path: Path) -> None:
     os.symlink(tmp_path / "b.md", tmp_path / "a.md")
     os.symlink(tmp_path / "a.md", tmp_path / "b.md")
-    with pytest.raises(ValidationError, match="symlink loop"):
+    with pytest.raises(InvalidInput, match="symlink loop"):
         resolve_inside(tmp_path, "a.md")
     with pytest.raises(NotFound):
         resolve_inside(tmp_path, "nope.md")

@@ -13,8 +13,8 @@ import pytest
 from support.fake_llm import FakeLlm, closed_port_url, drop, empty, malformed, ok, slow, status
 
 from dory.config import load_settings
-from dory.errors import BackendUnavailable, ConfigError, error_from_dict
-from dory.llm import LlmBadOutput, LlmClient, LlmUnavailable, from_settings
+from dory.errors import BackendUnavailable, ConfigError, LlmBadOutput, LlmUnavailable, error_from_dict
+from dory.llm import LlmClient, from_settings
 from dory.llm.endpoint import endpoint_url
 
 SCHEMA: dict[str, Any] = {

@@ -14,6 +14,7 @@ from dory.errors import (
     ContentTooLarge,
     ControlCharacters,
     DoryError,
+    InvalidInput,
     InvisibleCharacters,
     PathNotAllowed,
     PathNotWritable,
@@ -21,7 +22,6 @@ from dory.errors import (
     PromptInjection,
     TagCharacters,
     UnsafeContent,
-    ValidationError,
 )
 from dory.memory.safety import INJECTION_PATTERNS, Problem, check_content, check_write_path, error_for, scan_content
 
@@ -417,7 +417,7 @@ def test_paths_leaving_the_corpus_are_refused(corpus: Path, bad: str) -> None:
 
 @pytest.mark.parametrize("bad", ["a\x00.md", "notes/x.md\x00.txt", "", "   ", ".", "./"])
 def test_nul_and_empty_paths_are_validation_errors(corpus: Path, bad: str) -> None:
-    refused(corpus, bad, ValidationError)
+    refused(corpus, bad, InvalidInput)
 
 
 @pytest.mark.parametrize(
@@ -550,14 +550,14 @@ def test_dangling_folder_symlinks(corpus: Path) -> None:
     os.symlink(corpus.parent / "outside" / "missing", corpus / "gone_out")
     os.symlink(corpus / "missing", corpus / "gone_in")
     refused(corpus, "gone_out/x.md", PathOutsideCorpus)
-    error = refused(corpus, "gone_in/x.md", ValidationError)
+    error = refused(corpus, "gone_in/x.md", InvalidInput)
     assert "broken symlink" in error.message
 
 
 def test_symlink_loop_is_a_validation_error(corpus: Path) -> None:
     os.symlink(corpus / "loop_b", corpus / "loop_a")
     os.symlink(corpus / "loop_a", corpus / "loop_b")
-    error = refused(corpus, "loop_a/x.md", ValidationError)
+    error = refused(corpus, "loop_a/x.md", InvalidInput)
     assert "symlink loop" in error.message
 
 
@@ -602,30 +602,30 @@ def test_folder_symlink_into_a_protected_area_is_refused(corpus: Path, link_to: 
 
 def test_existing_directory_named_like_a_note_is_refused(corpus: Path) -> None:
     (corpus / "notes" / "x.md").mkdir()
-    error = refused(corpus, "notes/x.md", ValidationError)
+    error = refused(corpus, "notes/x.md", InvalidInput)
     assert "folder" in error.message
 
 
 def test_existing_file_on_the_way_is_refused(corpus: Path) -> None:
-    error = refused(corpus, "notes/existing.md/x.md", ValidationError)
+    error = refused(corpus, "notes/existing.md/x.md", InvalidInput)
     assert "is a file, not a folder" in error.message
 
 
 def test_special_file_target_is_refused(corpus: Path) -> None:
     os.mkfifo(corpus / "notes" / "pipe.md")
-    error = refused(corpus, "notes/pipe.md", ValidationError)
+    error = refused(corpus, "notes/pipe.md", InvalidInput)
     assert "not a regular file" in error.message
 
 
 def test_component_length_limit_is_255_bytes(corpus: Path) -> None:
     accepted(corpus, "a" * 252 + ".md")
-    refused(corpus, "a" * 253 + ".md", ValidationError)
-    refused(corpus, "é" * 127 + ".md", ValidationError)  # 257 bytes, 130 characters
-    refused(corpus, "d" * 256 + "/x.md", ValidationError)
+    refused(corpus, "a" * 253 + ".md", InvalidInput)
+    refused(corpus, "é" * 127 + ".md", InvalidInput)  # 257 bytes, 130 characters
+    refused(corpus, "d" * 256 + "/x.md", InvalidInput)
 
 
 def test_path_length_limit_is_1024_bytes(corpus: Path) -> None:
     folders = "/".join(["d" * 99] * 10)  # 999 bytes
     accepted(corpus, folders + "/" + "x" * 21 + ".md")  # exactly 1024 bytes
-    error = refused(corpus, folders + "/" + "x" * 22 + ".md", ValidationError)
+    error = refused(corpus, folders + "/" + "x" * 22 + ".md", InvalidInput)
     assert "1024" in error.message

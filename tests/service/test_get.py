@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from dory.config import load_settings
-from dory.errors import DoryError, NotFound, PathOutsideCorpus, UnreadableFile
-from dory.errors import ValidationError as DoryValidationError
+from dory.errors import DoryError, InvalidInput, NotFound, PathOutsideCorpus, UnreadableFile
 from dory.models import GetRequest
 from dory.service import DoryService
 
@@ -219,11 +218,11 @@ def hostile(corpus: Path, tmp_path: Path) -> Path:
             "path_outside_corpus",
             "path leads outside the corpus through a symlink",
         ),
-        ("loop-a.md", DoryValidationError, "validation_error", "symlink loop at loop-a.md"),
-        ("folder", DoryValidationError, "validation_error", "path is a folder, not a file: folder"),
-        (".", DoryValidationError, "validation_error", "path names the corpus root, not a file"),
-        ("ten.md\x00.txt", DoryValidationError, "validation_error", "path contains a NUL byte"),
-        ("   ", DoryValidationError, "validation_error", "path is empty"),
+        ("loop-a.md", InvalidInput, "validation_error", "symlink loop at loop-a.md"),
+        ("folder", InvalidInput, "validation_error", "path is a folder, not a file: folder"),
+        (".", InvalidInput, "validation_error", "path names the corpus root, not a file"),
+        ("ten.md\x00.txt", InvalidInput, "validation_error", "path contains a NUL byte"),
+        ("   ", InvalidInput, "validation_error", "path is empty"),
         ("missing.md", NotFound, "not_found", "no such file in the corpus: missing.md"),
         ("dangling.md", NotFound, "not_found", "no such file in the corpus: dangling.md"),
     ],

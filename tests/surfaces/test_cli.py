@@ -516,20 +516,26 @@ def test_models_status_json(cli: Cli) -> None:
 
 # -- usage and configuration errors --------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("key", "message"),
+    ("key", "field", "problem"),
     [
         (
             batched(*IX, "search", "quokka", "--mode", "bogus", "--json"),
-            "mode: Value error, unknown mode 'bogus'; use one of bm25, vector, hybrid, exact, recall",
+            "mode",
+            "Value error, unknown mode 'bogus'; use one of bm25, vector, hybrid, exact, recall",
         ),
-        (batched(*IX, "search", "   ", "--json"), "query: Value error, query is blank"),
+        (batched(*IX, "search", "   ", "--json"), "query", "Value error, query is blank"),
     ],
     ids=["unknown-mode", "blank-query"],
 )
-def test_bad_arguments_are_usage_errors_with_exit_2(cli: Cli, key: Key, message: str) -> None:
+def test_bad_arguments_are_usage_errors_with_exit_2(cli: Cli, key: Key, field: str, problem: str) -> None:
     run = cli[key]
     assert run.code == 2, run
-    assert run.error() == {"code": "usage_error", "message": message, "type": "UsageError"}
+    assert run.error() == {
+        "code": "usage_error",
+        "message": f"{field}: {problem}",
+        "type": "UsageError",
+        "details": {"errors": [{"field": field, "problem": problem, "type": "value_error"}]},
+    }
 
 
 NO_CORPUS = batched("search", "anything", "--json", cwd="empty")

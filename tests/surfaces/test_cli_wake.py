@@ -79,6 +79,11 @@ def test_plain_wake_is_the_json_block_and_bad_arguments_are_usage_errors(dory, r
         "code": "usage_error",
         "type": "UsageError",
         "message": "budget: Input should be less than or equal to 1500",
+        "details": {
+            "errors": [
+                {"field": "budget", "problem": "Input should be less than or equal to 1500", "type": "less_than_equal"}
+            ]
+        },
     }
     assert (runs[7].code, runs[7].stdout) == (2, "")
     assert runs[7].stderr == "error [usage_error]: budget: Input should be less than or equal to 1500\n"

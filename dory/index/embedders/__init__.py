@@ -9,14 +9,11 @@ Backends:
 Use `load_embedder(EmbedderSettings(...))`. Nothing heavy happens at construction: models load on
 first use, so building an embedder in a CLI command costs nothing. The "openai" and
 "sentence-transformers" modules are imported only when chosen (httpx alone costs ~50 ms to import).
+
+Importing this package has no side effects. Processes that embed limit numpy's BLAS threads first,
+explicitly (`dory.cpu.configure_blas_threads`, called by the CLI entry point).
 """
 
-# Must run before the imports below load numpy; see cpu.py for the caveat.
-from .cpu import configure_blas_threads
-
-configure_blas_threads()
-
-# ruff: noqa: E402 - the imports below deliberately follow configure_blas_threads().
 from dataclasses import dataclass
 
 from dory.errors import ConfigError

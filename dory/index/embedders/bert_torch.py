@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from dory.cpu import usable_cpu_count
+
 from .bert_weights import BertWeights, LayerWeights
-from .cpu import usable_cpu_count
 
 
 class TorchBert:

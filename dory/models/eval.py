@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
 
 from dory.models.common import MODE_ALIASES, SearchMode, _Model
 
 
 class EvalRequest(_Model):
-    queries_file: str
+    """Evaluate search on queries with known answers: given inline (`queries`, for HTTP and MCP) or
+    as a JSON-lines file the caller can read (`queries_file`, an absolute path from the CLI)."""
+
+    queries_file: str | None = None
+    queries: list[dict[str, Any]] | None = Field(None, max_length=10_000)
     modes: list[str] = Field(default_factory=lambda: ["bm25", "vector", "hybrid"])
     k: int = Field(10, ge=1, le=200)
     scope_field: str | None = Field(None, description="query field holding a path-prefix scope")
@@ -24,6 +30,12 @@ class EvalRequest(_Model):
                 raise ValueError(f"unknown mode {value!r}")
             out.append(mode)
         return out
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvalRequest:
+        if (self.queries is None) == (self.queries_file is None):
+            raise ValueError("give either queries or queries_file")
+        return self
 
 
 class EvalQueryResult(_Model):

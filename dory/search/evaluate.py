@@ -30,31 +30,39 @@ MRR_DEPTH = 10
 
 
 def load_queries(path: Path) -> list[dict[str, Any]]:
+    """The queries of a JSON-lines file (the caller's own file: the CLI passes it resolved)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read queries file {path}: {exc}") from exc
-    queries = []
+    items: list[tuple[str, object]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            items.append((f"{path}:{number}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+    return checked_queries(items, str(path), unit="line")
+
+
+def checked_queries(items: list[tuple[str, object]], source: str, unit: str = "query") -> list[dict[str, Any]]:
+    """Each (where, item) checked: a non-empty query string and a list of expected paths."""
+    queries = []
+    for index, (where, item) in enumerate(items, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
-            raise UsageError(f'{path}:{number}: each line needs a non-empty "query" string')
+            raise UsageError(f'{where}: each {unit} needs a non-empty "query" string')
         expected = item.get("expected")
         if not isinstance(expected, list) or not all(isinstance(p, str) for p in expected):
-            raise UsageError(f'{path}:{number}: "expected" must be a list of paths')
+            raise UsageError(f'{where}: "expected" must be a list of paths')
         try:
             SearchRequest(query=item["query"])
         except pydantic.ValidationError as exc:
-            raise UsageError(f"{path}:{number}: unusable query: {exc.errors()[0]['msg']}") from exc
-        item.setdefault("id", str(number))
+            raise UsageError(f"{where}: unusable query: {exc.errors()[0]['msg']}") from exc
+        item.setdefault("id", str(index))
         queries.append(item)
     if not queries:
-        raise UsageError(f"{path}: no queries")
+        raise UsageError(f"{source}: no queries")
     return queries
 
 
@@ -65,7 +73,10 @@ def ndcg(ranks: list[int | None], depth: int = 10) -> float:
 
 
 def run_eval(req: EvalRequest, search: Callable[[SearchRequest], SearchResponse]) -> EvalResponse:
-    queries = load_queries(Path(req.queries_file))
+    if req.queries is not None:
+        queries = checked_queries([(f"queries[{i}]", item) for i, item in enumerate(req.queries)], "the request")
+    else:
+        queries = load_queries(Path(str(req.queries_file)))
     depth = max(req.k, MRR_DEPTH)
     results, warnings = [], []
     for mode in req.modes:

@@ -188,7 +188,11 @@ def eval_command(
     """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) on a queries file."""
     as_json = click.get_current_context().params.get("as_json", False)
     req = EvalRequest(
-        queries_file=queries_file, modes=modes.split(","), k=k, scope_field=scope_field, per_query=per_query or as_json
+        queries_file=str(Path(queries_file).resolve()),
+        modes=modes.split(","),
+        k=k,
+        scope_field=scope_field,
+        per_query=per_query or as_json,
     )
     with service(ctx) as svc:
         res = svc.evaluate(req)

@@ -11,11 +11,12 @@ import json
 import math
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from dory.errors import UsageError
 from dory.models import EvalRequest, ReindexRequest
-from dory.search.evaluate import load_queries, ndcg
+from dory.search.evaluate import checked_queries, load_queries, ndcg
 
 NOTES = {f"n{i:02}.md": f"# Note {i}\nneedle number {i}\n" for i in range(1, 13)}
 NOTES["other.md"] = "# Other\nhaystack only\n"
@@ -179,3 +180,13 @@ def test_query_the_search_refuses_is_a_usage_error_naming_the_line(svc, tmp_path
     with pytest.raises(UsageError) as info:
         evaluate(svc, path)
     assert info.value.message.startswith(f"{path}:2:")
+
+
+def test_queries_can_be_given_inline_and_are_checked_the_same_way() -> None:
+    """HTTP and MCP callers send the queries themselves; a server never reads a caller's file path."""
+    good = checked_queries([("queries[0]", {"query": "tea", "expected": ["a.md"]})], "the request")
+    assert good == [{"query": "tea", "expected": ["a.md"], "id": "1"}]
+    with pytest.raises(UsageError, match=r'queries\[0\]: "expected" must be a list of paths'):
+        checked_queries([("queries[0]", {"query": "tea", "expected": "a.md"})], "the request")
+    with pytest.raises(pydantic.ValidationError, match="give either queries or queries_file"):
+        EvalRequest(queries=[{"query": "tea", "expected": []}], queries_file="/tmp/q.jsonl")

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dory.errors import DoryError, UsageError
+import pydantic
+
+from dory.errors import DoryError, UsageError, from_validation_error
 from dory.service.control import MAX_REQUEST_BYTES
 
 log = logging.getLogger("dory.control")
@@ -39,6 +41,8 @@ class _RequestHandler(socketserver.StreamRequestHandler):
             reply: dict[str, Any] = {"result": self.server.dispatch(request["op"], request.get("args") or {})}
         except DoryError as exc:
             reply = {"error": exc.to_dict()}
+        except pydantic.ValidationError as exc:  # a request that does not fit its model
+            reply = {"error": from_validation_error(exc).to_dict()}
         except json.JSONDecodeError as exc:
             reply = {"error": UsageError(f"control request is not JSON: {exc}").to_dict()}
         except Exception as exc:

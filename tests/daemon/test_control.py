@@ -18,6 +18,7 @@ from dory.config import Settings, load_settings
 from dory.daemon.control import ControlServer
 from dory.errors import DaemonNotRunning, DaemonTimeout, DoryError, NotFound, UsageError
 from dory.service.control import MAX_SOCKET_PATH, call, socket_path
+from dory.service.writes import WriterCall
 
 
 def make_settings(root: Path, **overrides: Any) -> Settings:
@@ -46,7 +47,11 @@ def boom_value(args: dict[str, Any]) -> Any:
     raise ValueError("bad value")
 
 
-HANDLERS = {"echo": lambda args: {"got": args}, "missing": boom_not_found, "crash": boom_value}
+def strict_write(args: dict[str, Any]) -> Any:
+    return WriterCall.model_validate(args)  # the daemon's write handler validates like this
+
+
+HANDLERS = {"echo": lambda args: {"got": args}, "missing": boom_not_found, "crash": boom_value, "write": strict_write}
 
 
 def start_fast(srv: ControlServer) -> ControlServer:
@@ -117,6 +122,12 @@ def test_generic_exception_becomes_internal_error(settings: Settings, server: Co
     assert info.value.message == "the daemon failed to handle the request: bad value"
     # the server survives and keeps answering
     assert call(settings, "echo", {"x": 1}) == {"got": {"x": 1}}
+
+
+def test_a_request_that_does_not_fit_its_model_is_a_usage_error(settings: Settings, server: ControlServer) -> None:
+    with pytest.raises(UsageError) as info:
+        call(settings, "write", {"operation": {"op": "write", "request": {"path": "a.md"}}})
+    assert info.value.code == "usage_error" and "operation.write.request.kind" in info.value.message
 
 
 def test_unknown_op_is_a_usage_error(settings: Settings, server: ControlServer) -> None:

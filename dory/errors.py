@@ -11,6 +11,7 @@ Importing this module is cheap and has no side effects (pydantic is only named f
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -211,6 +212,51 @@ class LlmBadOutput(BackendUnavailable):
 
     code = "llm_bad_output"
     http_status = 502
+
+
+class NameTooLong(InvalidInput):
+    """A file name longer than the file system allows (with room for Dory's temporary names)."""
+
+    code = "name_too_long"
+
+
+class StorageError(DoryError):
+    """The file system refused a write (the write was rolled back; nothing was changed)."""
+
+    code = "storage_error"
+    http_status = 503
+    exit_code = 8
+
+
+class PermissionDenied(StorageError):
+    code = "permission_denied"
+
+
+class ReadOnlyStorage(StorageError):
+    code = "read_only"
+
+
+class DiskFull(StorageError):
+    code = "disk_full"
+    http_status = 507
+
+
+_STORAGE_ERRNOS: dict[int, tuple[type[DoryError], str]] = {
+    errno.ENAMETOOLONG: (NameTooLong, "shorten the file name"),
+    errno.EACCES: (PermissionDenied, "check the permissions of the file and its folder"),
+    errno.EPERM: (PermissionDenied, "check the permissions of the file and its folder"),
+    errno.EROFS: (ReadOnlyStorage, "the file system is mounted read-only; remount it read-write"),
+    errno.ENOSPC: (DiskFull, "free some disk space, then try again"),
+    errno.EDQUOT: (DiskFull, "the disk quota is used up; free some space, then try again"),
+}
+
+
+def storage_error(exc: OSError, what: str) -> DoryError:
+    """The Dory error for an OSError met while writing `what` (a path or a short description), with
+    its own code and a hint; an errno without a code of its own is a plain StorageError."""
+    cls, hint = _STORAGE_ERRNOS.get(exc.errno or 0, (StorageError, "see the message; nothing was changed"))
+    reason = exc.strerror or str(exc)
+    return cls(f"could not write {what}: {reason}; {hint}", path=what, errno=exc.errno)
 
 
 class IndexLocked(DoryError):

@@ -6,6 +6,11 @@ names start with a dot and end in `.tmp`, so the watcher and the indexer ignore 
 
 `swap_if_unchanged` is the compare-and-swap behind `replace`: a person's editor may save the same
 file at any moment, and whatever it saved must never be overwritten unseen.
+
+A crash can leave temporary files behind: `repair_leftovers` puts back an old file that was set
+aside with nothing at its path (a crash mid-swap) and removes every other temporary file of a
+process that is gone. The journal runs it before it recovers an operation, and the index owner
+sweeps the whole corpus at start-up and on every reindex.
 """
 
 from __future__ import annotations
@@ -14,10 +19,17 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import secrets
 from pathlib import Path
 
+from dory.corpus.faults import crash_point
 from dory.errors import AlreadyExists, WriteConflict
+
+# `.<name>.dory-<new|old>-<pid>-<8 hex>.tmp`: a write's temporary file, beside its target.
+TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.dory-(?P<tag>new|old)-(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
+# What the temporary name adds to a file name (the longest pid has 7 digits on Linux).
+TEMP_NAME_OVERHEAD = len(".") + len(".dory-old-") + 7 + len("-") + 8 + len(".tmp")
 
 
 def sha256_of(data: bytes) -> str:
@@ -68,10 +80,12 @@ def write_atomic(path: Path, data: bytes) -> None:
     make_dirs(path.parent)
     tmp = _write_temp(path, data)
     try:
+        crash_point("atomic.temp-written")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    crash_point("atomic.replaced")
     fsync_dir(path.parent)
 
 
@@ -81,7 +95,9 @@ def create_exclusive(path: Path, data: bytes) -> None:
     make_dirs(path.parent)
     tmp = _write_temp(path, data)
     try:
+        crash_point("create.temp-written")
         _link_into_place(tmp, path, data)
+        crash_point("create.linked")
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
@@ -118,13 +134,16 @@ def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
     new = _write_temp(path, data)
     aside = _temp_beside(path, "old")
     try:
+        crash_point("swap.temp-written")
         try:
             os.rename(path, aside)
         except FileNotFoundError as exc:
             raise WriteConflict(f"{path.name} was deleted meanwhile", current_hash=None) from exc
+        crash_point("swap.aside")
         _check_aside(path, aside, expected_hash)
         try:
             _link_into_place(new, path, data)
+            crash_point("swap.linked")
         except AlreadyExists as exc:
             raise WriteConflict(
                 f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path)
@@ -158,3 +177,50 @@ def _restore(path: Path, aside: Path) -> None:
         os.link(aside, path)
     aside.unlink(missing_ok=True)
     fsync_dir(path.parent)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def repair_leftovers(folder: Path) -> list[str]:
+    """Finish what crashed writes left in `folder` (not below it): an old file set aside with nothing
+    at its path is put back, and every other temporary file of a process that is gone is removed.
+    A live process's temporary files are its own business. Returns one line per file handled."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+    report: list[str] = []
+    for entry in entries:
+        match = TEMP_NAME.match(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False) or _pid_alive(int(match["pid"])):
+            continue
+        temp, target = Path(entry.path), folder / match["name"]
+        if match["tag"] == "old" and not target.exists() and not target.is_symlink():
+            with contextlib.suppress(FileExistsError):
+                os.link(temp, target)
+                report.append(f"{target}: put back the version a crashed write had set aside")
+        temp.unlink(missing_ok=True)
+        report.append(f"{temp}: removed a temporary file left by a crashed write")
+    if report:
+        fsync_dir(folder)
+    return report
+
+
+def sweep_leftovers(root: Path, skip: tuple[str, ...] = (".git",)) -> list[str]:
+    """`repair_leftovers` in every folder below `root` (the corpus), skipping `skip` folder names."""
+    report: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skip]
+        if any(name.endswith(".tmp") and ".dory-" in name for name in files):
+            report += repair_leftovers(Path(folder))
+    return report

@@ -55,6 +55,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from dory.corpus.atomic import TEMP_NAME_OVERHEAD
 from dory.corpus.paths import IgnoreRules, normalize_rel, relpath
 from dory.errors import (
     BidiControl,
@@ -62,6 +63,7 @@ from dory.errors import (
     ControlCharacters,
     InvalidInput,
     InvisibleCharacters,
+    NameTooLong,
     PathNotAllowed,
     PathNotWritable,
     PathOutsideCorpus,
@@ -388,6 +390,8 @@ def check_content(text: str, max_bytes: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 MAX_COMPONENT_BYTES = 255  # NAME_MAX on Linux and macOS
+# A note's own name leaves room for the temporary names beside it and for its tombstone's name.
+MAX_NOTE_NAME_BYTES = MAX_COMPONENT_BYTES - TEMP_NAME_OVERHEAD - len(".tombstone")
 MAX_PATH_BYTES = 1024  # a relative path; leaves room for the corpus root under PATH_MAX
 NOTE_SUFFIX = ".md"
 EVIDENCE_PREFIX = ("sources", "semantic")
@@ -417,13 +421,21 @@ def _check_characters(rel: str) -> None:
 
 
 def _check_lengths(rel: str) -> None:
+    """Names the file system would refuse are refused before anything touches the disk."""
     if len(rel.encode("utf-8")) > MAX_PATH_BYTES:
-        raise InvalidInput(f"path is longer than {MAX_PATH_BYTES} bytes", path=rel[:200])
-    for part in rel.split("/"):
+        raise NameTooLong(f"path is longer than {MAX_PATH_BYTES} bytes", path=rel[:200])
+    *folders, name = rel.split("/")
+    for part in folders:
         if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
-            raise InvalidInput(
-                f"a path component is longer than {MAX_COMPONENT_BYTES} bytes: {part[:60]}...", path=rel[:200]
+            raise NameTooLong(
+                f"a folder name is longer than {MAX_COMPONENT_BYTES} bytes: {part[:60]}...", path=rel[:200]
             )
+    if len(name.encode("utf-8")) > MAX_NOTE_NAME_BYTES:
+        raise NameTooLong(
+            f"the file name is longer than {MAX_NOTE_NAME_BYTES} bytes (the file system allows "
+            f"{MAX_COMPONENT_BYTES}; Dory keeps room for its temporary files): {name[:60]}...",
+            path=rel[:200],
+        )
 
 
 def _check_shapes(rel: str) -> None:

@@ -12,7 +12,8 @@ import pytest
 from support.daemon import DaemonProcess, daemon_env
 
 from dory.corpus.atomic import sha256_of
-from dory.corpus.journal import FAULT_ENV, FileChange, Journal
+from dory.corpus.faults import FAULT_ENV
+from dory.corpus.journal import FileChange, Journal
 from dory.errors import WriteConflict
 
 NOTE = "---\ntitle: Old plan\n---\n\nWe will use MySQL for everything.\n"

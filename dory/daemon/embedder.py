@@ -8,6 +8,7 @@ and by meaning as soon as this thread reaches it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from dataclasses import asdict, dataclass
@@ -91,7 +92,7 @@ class EmbedWorker:
                 batch = session_vectors.embed_batch(reader, embedder, fingerprint, limit)
                 if batch is None:
                     return
-                self.writer.call(lambda b=batch: self.service.owner.store_turn_vectors(fingerprint, b))
+                self.writer.call(functools.partial(self.service.owner.store_turn_vectors, fingerprint, batch))
             except DaemonNotRunning:
                 return
             except Exception as exc:  # as for chunks: keep the backlog, retry later
@@ -114,7 +115,7 @@ class EmbedWorker:
                 batch = vector_pass.embed_batch(reader, embedder, fingerprint, limit)
                 if batch is None:
                     return
-                stored = self.writer.call(lambda b=batch: self.writer.store_vectors(b, fingerprint))
+                stored = self.writer.call(functools.partial(self.writer.store_vectors, batch, fingerprint))
             except DaemonNotRunning:
                 return
             except Exception as exc:  # an endpoint down, a broken model: keep the backlog, retry later

@@ -96,7 +96,11 @@ class _ReadOnly:
     def file_written(self, file_id: int, doc: Document) -> None:
         raise AssertionError("a read-only index store does not write")
 
-    file_deleted = file_renamed = file_written  # type: ignore[assignment]
+    def file_deleted(self, file_id: int, path: str) -> None:
+        raise AssertionError("a read-only index store does not write")
+
+    def file_renamed(self, old: str, new: str) -> None:
+        raise AssertionError("a read-only index store does not write")
 
     def finish(self) -> None:
         pass

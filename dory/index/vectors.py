@@ -67,13 +67,14 @@ class VectorStore:
     def ids(self) -> np.ndarray:
         if self.is_ivf:
             invlists = faiss.extract_index_ivf(self.index).invlists
+            assert invlists is not None  # an IVF index always owns its inverted lists
             parts = [
                 faiss.rev_swig_ptr(invlists.get_ids(i), invlists.list_size(i)).copy()
                 for i in range(invlists.nlist)
                 if invlists.list_size(i)
             ]
             return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-        return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        return faiss.vector_to_array(self._id_map().id_map).astype(np.int64)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if len(ids) == 0:
@@ -114,7 +115,9 @@ class VectorStore:
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         if not self.is_ivf:
             return self._flat_search(query[0], k, allowed)
-        params = faiss.SearchParametersIVF(nprobe=IVF_NPROBE)
+        # What SearchParametersIVF(nprobe=...) does at run time; faiss's stubs type the constructor without arguments.
+        params = faiss.SearchParametersIVF()
+        params.nprobe = IVF_NPROBE
         if allowed is not None:
             params.sel = faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
         scores, ids = self.index.search(query, k, params=params)
@@ -134,7 +137,14 @@ class VectorStore:
 
     def _flat_view(self) -> tuple[np.ndarray, np.ndarray]:
         if self._view is None:
-            flat = faiss.downcast_index(self.index.index)
+            id_map = self._id_map()
+            flat = faiss.downcast_index(id_map.index)
+            assert isinstance(flat, faiss.IndexFlat)  # _empty_flat wraps an IndexFlatIP
             vectors = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * self.dims).reshape(self.ntotal, self.dims)
-            self._view = (vectors, faiss.vector_to_array(self.index.id_map).astype(np.int64))
+            self._view = (vectors, faiss.vector_to_array(id_map.id_map).astype(np.int64))
         return self._view
+
+    def _id_map(self) -> faiss.IndexIDMap:
+        """The index of a store that is not IVF: the IndexIDMap2 of `_empty_flat` (or read back from one)."""
+        assert isinstance(self.index, faiss.IndexIDMap)
+        return self.index

@@ -104,7 +104,7 @@ class Dream:
         write = MemoryWriteRequest(
             subject=subject,
             content=text[:2000],
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             scope="decision" if kind == "decision" else None,
             agent=AGENT,
             source=f"{source.path}#L{source.line}",

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from dory.index import db
 from dory.index.store import now_iso
@@ -46,18 +46,19 @@ CREATE TABLE IF NOT EXISTS checks (job TEXT PRIMARY KEY, checked_through TEXT NO
 """
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _locked(method: F) -> F:
+def _locked(method: Callable[Concatenate[JobLedger, P], R]) -> Callable[Concatenate[JobLedger, P], R]:
     """The scheduler's threads share one connection; one statement group at a time."""
 
     @wraps(method)
-    def wrapper(self: JobLedger, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: JobLedger, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self._lock:
             return method(self, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _now() -> str:

@@ -47,7 +47,7 @@ class Schedule:
         after = moment.astimezone(dt.UTC)
         start = after + dt.timedelta(microseconds=1)
         for _ in range(3):
-            fire = self.trigger.get_next_fire_time(None, start.astimezone(zone))
+            fire: dt.datetime | None = self.trigger.get_next_fire_time(None, start.astimezone(zone))
             if fire is None or fire.astimezone(dt.UTC) > after:
                 return fire
             start += dt.timedelta(hours=1)  # a repeated DST hour answered with the same time: step past it

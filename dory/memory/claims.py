@@ -67,9 +67,12 @@ def parse_event(doc: Document) -> ClaimEvent | None:
     fm = doc.frontmatter
     if not doc.path.startswith(ARTIFACT_ROOT) or fm.get("source_kind") != "semantic":
         return None
-    values = {key: fm.get(key) for key in ("claim_id", "entity", "kind", "event", "statement", "at")}
-    if not all(isinstance(value, str) and value.strip() for value in values.values()):
-        return None
+    values: dict[str, str] = {}
+    for key in ("claim_id", "entity", "kind", "event", "statement", "at"):
+        value = fm.get(key)
+        if not (isinstance(value, str) and value.strip()):
+            return None
+        values[key] = value
     if values["kind"] not in CLAIM_KINDS or values["event"] not in EVENTS:
         return None
     reason, agent = fm.get("reason"), fm.get("agent")

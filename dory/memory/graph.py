@@ -24,6 +24,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from dory.corpus.document import Document, frontmatter_list, parse_document
 from dory.errors import NotFound
@@ -35,6 +36,7 @@ from dory.models import BrokenLink, LinkEdge, LinkLintRequest, LinkLintResponse,
 MENTION_NAMES = "link_mention_names"  # meta: JSON {normalised name: entity page} the mention rows agree with
 MENTION_STAMP = "link_mention_stamp"  # meta: its fingerprint, read on every write (the JSON only when it changes)
 _SQL_VARS = 500  # ids or keys per IN (...) list
+_T = TypeVar("_T")
 _INSERT = "INSERT INTO links(file_id, kind, target, target_key, heading, label, line) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
@@ -98,7 +100,8 @@ def _matcher(conn: sqlite3.Connection) -> links.MentionMatcher:
 
 
 def _stored_names(conn: sqlite3.Connection) -> dict[str, str]:
-    return json.loads(db.get_meta(conn, MENTION_NAMES) or "{}")
+    names: dict[str, str] = json.loads(db.get_meta(conn, MENTION_NAMES) or "{}")
+    return names
 
 
 def refresh_mentions(conn: sqlite3.Connection, registry: Registry, changed_pages: set[str]) -> None:
@@ -205,7 +208,7 @@ def _stored_lines(conn: sqlite3.Connection, file_id: int, path: str) -> tuple[li
     return doc.lines, doc.body_start
 
 
-def _parts(items: list[str] | list[int]) -> Iterator[list]:
+def _parts(items: list[_T]) -> Iterator[list[_T]]:
     for start in range(0, len(items), _SQL_VARS):
         yield items[start : start + _SQL_VARS]
 
@@ -303,13 +306,13 @@ class _Edge:
             label=self.label,
             heading=self.heading,
             resolved=self.resolved,
-        )  # type: ignore[arg-type]
+        )
 
 
 _COLUMNS = "SELECT file_id, kind, target, target_key, heading, label, line FROM links"
 
 
-def _edge(table: Names, row: sqlite3.Row | tuple) -> _Edge:
+def _edge(table: Names, row: sqlite3.Row | tuple[Any, ...]) -> _Edge:
     file_id, kind, target, key, heading, label, line = row
     source = table.path_of[file_id]
     if kind == "mention":
@@ -334,7 +337,7 @@ def _links_to(conn: sqlite3.Connection, table: Names, paths: list[str], mentions
     wanted = set(paths)
     keys = {suffix for path in paths for suffix in _suffixes(table.key_of[path])}
     keys |= {alias for path in paths for alias in table.aliases_of.get(path, ())}
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for part in _parts(sorted(keys)):
         marks = ",".join("?" * len(part))
         rows += conn.execute(f"{_COLUMNS} WHERE target_key IN ({marks}) AND kind != 'mention'", part).fetchall()

@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
@@ -359,8 +359,12 @@ def extract_mentions(
     return matcher.find(code_masked(lines, body_start), own_path)
 
 
+# A character → the trie of what may follow it; the key "" marks the end of a word.
+_Trie: TypeAlias = dict[str, "_Trie"]
+
+
 def _trie_regex(words: Iterable[str]) -> str:
-    trie: dict[str, dict] = {}
+    trie: _Trie = {}
     for word in words:
         node = trie
         for char in word:
@@ -369,7 +373,7 @@ def _trie_regex(words: Iterable[str]) -> str:
     return _node_regex(trie)
 
 
-def _node_regex(node: dict[str, dict]) -> str:
+def _node_regex(node: _Trie) -> str:
     """Alternatives start with distinct characters, so at most one applies; an optional tail is
     greedy, which makes the longest name win and backtracks to a shorter one when a word goes on."""
     branches = [

@@ -10,6 +10,7 @@ proposal, whatever folder it has reached.
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import hashlib
 import json
@@ -151,11 +152,11 @@ class ProposalStore:
         return done
 
     # -- files -------------------------------------------------------------------------------
-    def _files(self, status: ProposalStatus) -> list[Path]:
+    def _files(self, status: ProposalStatus) -> builtins.list[Path]:
         folder = self.corpus / FOLDERS[status]
         return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
-    def _load_all(self, status: ProposalStatus, warnings: list[str] | None = None) -> list[Proposal]:
+    def _load_all(self, status: ProposalStatus, warnings: builtins.list[str] | None = None) -> builtins.list[Proposal]:
         """Every readable proposal in one folder; an unreadable file is reported, never fatal."""
         found = []
         for path in self._files(status):

@@ -63,6 +63,7 @@ from dory.models.search import (
     StageScores,
 )
 from dory.models.sessions import (
+    CompactMethod,
     CompactRequest,
     CompactResponse,
     IngestedSession,
@@ -88,6 +89,7 @@ __all__ = [
     "ArchivedRange",
     "BrokenLink",
     "ClaimKind",
+    "CompactMethod",
     "CompactRequest",
     "CompactResponse",
     "Confidence",

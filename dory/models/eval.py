@@ -23,7 +23,7 @@ class EvalRequest(_Model):
     @field_validator("modes")
     @classmethod
     def _known_modes(cls, values: list[str]) -> list[str]:
-        out = []
+        out: list[str] = []
         for value in values:
             mode = MODE_ALIASES.get(value.strip().lower())
             if mode is None:

@@ -9,6 +9,8 @@ from pydantic import Field, field_validator
 from dory.models.common import MAX_INGEST_BYTES, _Model, iso_day
 
 SessionFormat = Literal["auto", "markdown", "jsonl", "claude-code", "codex"]
+Harness = Literal["claude-code", "codex"]
+CompactMethod = Literal["llm", "extractive", "kept_previous"]
 
 
 class SessionIngestRequest(_Model):
@@ -102,9 +104,13 @@ class SessionUpdateRequest(_Model):
     title: str | None = Field(None, max_length=300)
 
 
+def _all_harnesses() -> list[Harness]:
+    return ["claude-code", "codex"]
+
+
 class SessionImportRequest(_Model):
     since: str | None = Field(None, description="YYYY-MM-DD: only harness files modified on or after this day")
-    harnesses: list[Literal["claude-code", "codex"]] = Field(default_factory=lambda: ["claude-code", "codex"])
+    harnesses: list[Harness] = Field(default_factory=_all_harnesses)
     dry_run: bool = False
 
 
@@ -125,7 +131,7 @@ class CompactResponse(_Model):
     session_id: str
     path: str
     summary_path: str
-    method: Literal["llm", "extractive", "kept_previous"]
+    method: CompactMethod
     summary: str
     words: int
     messages_before: int

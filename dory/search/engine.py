@@ -146,8 +146,8 @@ class SearchEngine:
             heading_path=c.heading_path,
             snippet=H.snippet(c, parsed),
             evidence_class=H.evidence_class(c),
-            score=round(c.score, 6),  # type: ignore[arg-type]
-            confidence=H.confidence(c, parsed, position, stages.get("vector_score")),  # type: ignore[arg-type]
+            score=round(c.score, 6),
+            confidence=H.confidence(c, parsed, position, stages.get("vector_score")),
             stale_warning=H.stale_warning(Path(self.settings.corpus), c),
             explain=explain,
         )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from dory.config import Settings
 from dory.context.wake import RecentSession, build_wake
@@ -54,6 +54,7 @@ from dory.models import (
     ProposalStatus,
     ReindexRequest,
     ReindexResponse,
+    SearchMode,
     SearchRequest,
     SearchResponse,
     StatusResponse,
@@ -68,7 +69,7 @@ from dory.search.recall_log import record_quietly
 from dory.search.semantic import LiveVectors
 from dory.service import control
 from dory.service.context import ContextService
-from dory.service.jobs import ServiceJobAPI, jobs_table
+from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
 from dory.service.owner import IndexOwner, local_ownership, reindex_response
 from dory.service.resources import Resources
 from dory.service.session_deps import SessionDeps
@@ -138,7 +139,8 @@ class DoryService:
         if req.corpus == "all":
             turns = recall(sessions, req, self.settings.search, self._query_vector(), response.warnings)
             response.hits = merge(response.hits, turns, req.k)
-        response.mode, response.corpus = req.mode, req.corpus  # type: ignore[assignment]
+        # SearchRequest.mode is a str field whose validator leaves only a SearchMode in it.
+        response.mode, response.corpus = cast(SearchMode, req.mode), req.corpus
         if req.record:
             record_quietly(self.resources.recall_log(), req.query, response.hits)
         return response
@@ -308,7 +310,7 @@ class DoryService:
     def jobs(self) -> JobsResponse:
         return jobs_table(self.settings)
 
-    def job_api(self, on_owner: Callable[[Callable[[], Any]], Any]) -> ServiceJobAPI:
+    def job_api(self, on_owner: OnOwner) -> ServiceJobAPI:
         """What jobs are given; `on_owner` runs a change where the index is owned."""
         return ServiceJobAPI(self.settings, self.owner, on_owner)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from dory.config import Settings
 from dory.corpus.atomic import swap_if_unchanged
@@ -32,20 +32,24 @@ from dory.service.write_ops import WriteRunner
 
 T = TypeVar("T")
 RECENT_RUNS = 5
-# Runs `fn` where the index is owned: the daemon's writer thread, or this process under the lock.
-OnOwner = Callable[[Callable[[], T]], T]
+
+
+class OnOwner(Protocol):
+    """Runs `fn` where the index is owned: the daemon's writer thread, or this process under the lock."""
+
+    def __call__(self, fn: Callable[[], T], /) -> T: ...
 
 
 class ServiceJobAPI:
     """The JobAPI of dory.jobs.job, for jobs run by the daemon or by `dory ops run` without one."""
 
-    def __init__(self, settings: Settings, owner: IndexOwner, on_owner: OnOwner[object]) -> None:
+    def __init__(self, settings: Settings, owner: IndexOwner, on_owner: OnOwner) -> None:
         self.settings = settings
         self.owner = owner
         self._on_owner = on_owner
 
     def _owned(self, fn: Callable[[], T]) -> T:
-        return self._on_owner(fn)  # type: ignore[return-value]
+        return self._on_owner(fn)
 
     def read_index(self) -> IndexStore | None:
         if not self.settings.db_path.exists():

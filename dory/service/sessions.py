@@ -4,6 +4,7 @@ proposals) as SessionDeps."""
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import json
 import os
@@ -16,12 +17,14 @@ from dory.errors import BackendUnavailable, DoryError, LlmBadOutput, UsageError
 from dory.index.store import now_iso
 from dory.models import (
     MAX_INGEST_BYTES,
+    CompactMethod,
     CompactRequest,
     CompactResponse,
     IngestProblem,
     MemoryWriteRequest,
     ProposalCreateRequest,
     SessionExportResponse,
+    SessionFormat,
     SessionImportRequest,
     SessionImportResponse,
     SessionInfo,
@@ -72,7 +75,13 @@ class SessionService:
         return response
 
     def _save(
-        self, data: bytes, fmt: str, source_path: str | None, agent: str | None, device: str | None, dry_run: bool
+        self,
+        data: bytes,
+        fmt: SessionFormat,
+        source_path: str | None,
+        agent: str | None,
+        device: str | None,
+        dry_run: bool,
     ) -> SessionIngestResponse:
         """Parse one harness file and save its sessions (the index is told by the caller)."""
         fmt = detect_format(data, source_path) if fmt == "auto" else fmt
@@ -81,7 +90,7 @@ class SessionService:
             fmt,
             source_path,
             agent,
-            device or this_device(),  # type: ignore[arg-type]
+            device or this_device(),
             now=dt.datetime.now(dt.UTC),
         )
         problems = [IngestProblem(line=p.line, message=p.message) for p in result.problems]
@@ -110,7 +119,9 @@ class SessionService:
         """Every Claude Code and Codex transcript on this machine (idempotent: re-running adds only new turns)."""
         since = _day_start(req.since) if req.since else None
         roots: dict[str, str | None] = {}
-        results, warnings, changed = [], [], []
+        results: list[SessionIngestResponse] = []
+        warnings: list[str] = []
+        changed: list[str] = []
         for harness in req.harnesses:
             root = harness_root(harness)
             roots[harness] = str(root) if root.is_dir() else None
@@ -173,7 +184,7 @@ class SessionService:
             )
         else:
             raise UsageError(f"unknown export format {fmt!r}; use markdown or jsonl")
-        return SessionExportResponse(session=info(rel, session), format=fmt, content=content)  # type: ignore[arg-type]
+        return SessionExportResponse(session=info(rel, session), format=fmt, content=content)
 
     # -- compaction --------------------------------------------------------------------------
     def compact(self, req: CompactRequest) -> CompactResponse:
@@ -203,7 +214,7 @@ class SessionService:
             path=rel,
             summary_path=summary_rel,
             method=method,
-            summary=block,  # type: ignore[arg-type]
+            summary=block,
             words=len(block.split()),
             messages_before=len(messages),
             messages_after=len(retained) + 1,
@@ -217,8 +228,8 @@ class SessionService:
         )
 
     def _summarise(
-        self, covered: list[PackMessage], previous: str | None, warnings: list[str]
-    ) -> tuple[str, str, dict[str, int] | None]:
+        self, covered: builtins.list[PackMessage], previous: str | None, warnings: builtins.list[str]
+    ) -> tuple[CompactMethod, str, dict[str, int] | None]:
         cap = self.deps.settings.context.summary_words
         client = llm.from_settings(self.deps.settings)
         if client is None:
@@ -240,15 +251,15 @@ class SessionService:
             return "extractive", compaction.render(compaction.extractive(covered, cap), cap), client.counters.as_dict()
 
     def _flush(
-        self, rel: str, agent: str, covered: list[PackMessage], dry_run: bool, warnings: list[str]
-    ) -> tuple[list[str], int]:
+        self, rel: str, agent: str, covered: builtins.list[PackMessage], dry_run: bool, warnings: builtins.list[str]
+    ) -> tuple[builtins.list[str], int]:
         """Durable facts in the session become proposals (idempotent: the same fact is proposed once)."""
         created, existing = [], 0
         for fact in compaction.durable_facts(covered):
             write = MemoryWriteRequest(
                 subject=fact.subject,
                 content=fact.content,
-                kind=fact.kind,  # type: ignore[arg-type]
+                kind=fact.kind,
                 source=f"{rel}#{fact.message_id}",
                 agent=agent,
             )

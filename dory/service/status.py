@@ -42,7 +42,8 @@ class StatusReport:
         scan = self.owner.indexer(store).scan()
         pending = _pending_changes(scan, store)
         counts = store.counts()
-        fingerprint, matches, embedder_name = None, False, self.settings.embedder.backend
+        fingerprint, matches = None, False
+        embedder_name: str = self.settings.embedder.backend
         try:
             embedder = self.resources.require_embedder()
             fingerprint, embedder_name = dict(embedder.fingerprint()), embedder.name
@@ -117,7 +118,7 @@ class StatusReport:
                 "daemon) brings it in line"
             )
         if fingerprint is not None:
-            counts["vectors_pending"] = self.resources.session_store().pending_count(fingerprint_key(fingerprint))  # type: ignore[arg-type]
+            counts["vectors_pending"] = self.resources.session_store().pending_count(fingerprint_key(fingerprint))
         return counts
 
     def _vector_index_kind(self, path: Path) -> str:
@@ -152,7 +153,7 @@ class StatusReport:
 def _pending_changes(scan: ScanResult, store: IndexStore) -> int:
     """Files whose size or mtime differ from what the last reindex saw (indexed or skipped)."""
     indexed = store.indexed_files()
-    seen = {path: (f.size, f.mtime_ns) for path, f in indexed.items()}
+    seen: dict[str, tuple[int, int | None]] = {path: (f.size, f.mtime_ns) for path, f in indexed.items()}
     seen.update({path: (s.size, s.mtime_ns) for path, s in store.skipped_files().items() if s.size is not None})
     changed = sum(1 for path, st in scan.files.items() if seen.get(path) != (st.size, st.mtime_ns))
     return changed + sum(1 for path in indexed if path not in scan.files)

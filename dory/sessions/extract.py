@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
@@ -169,7 +169,7 @@ def central(
         df.update(bag.keys())
     n = len(items)
     idf = {w: math.log(1 + n / c) for w, c in df.items()}
-    centroid: Counter[str] = Counter()
+    centroid: defaultdict[str, float] = defaultdict(float)
     for bag in bags:
         for w, c in bag.items():
             centroid[w] += c * idf[w]

@@ -172,7 +172,7 @@ def _report(rel: str, session: Session, existing: Session | None, same: bool) ->
         action=action,
         messages=len(session.messages),
         added=max(added, 0),
-    )  # type: ignore[arg-type]
+    )
 
 
 def info(rel: str, session: Session) -> SessionInfo:

@@ -313,7 +313,7 @@ def _item(message: PackMessage, kind: str, tokens: int) -> PackedItem:
         id=message.id,
         role=message.role,
         time=message.time,
-        text=message.text,  # type: ignore[arg-type]
+        text=message.text,
         tokens=tokens,
     )
 
@@ -333,7 +333,7 @@ def _response(
         lane=lane,
         budget=budget,
         available=available,
-        tokens=tokens,  # type: ignore[arg-type]
+        tokens=tokens,
         fill_ratio=round(tokens / available, 4) if available else 0.0,
         items=items,
         archived=archived,

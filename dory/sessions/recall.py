@@ -78,7 +78,7 @@ def recall(
 
 
 def _stages(row: int, lists: dict[str, list[tuple[int, float]]], fused: float) -> StageScores:
-    return StageScores(**stage_ranks(row, lists), fused=fused, final=fused)  # type: ignore[arg-type]
+    return StageScores(**stage_ranks(row, lists), fused=fused, final=fused)
 
 
 def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScores | None) -> SearchHit:

@@ -314,11 +314,12 @@ class SessionStore:
         return [(row[0], row[1]) for row in rows]
 
     def pending_count(self, fingerprint: str) -> int:
-        return self.conn.execute(
+        count: int = self.conn.execute(
             "SELECT count(DISTINCT text_hash) FROM messages WHERE text_hash NOT IN "
             "(SELECT text_hash FROM embeddings WHERE fingerprint = ?)",
             (fingerprint,),
         ).fetchone()[0]
+        return count
 
     def store_vectors(self, fingerprint: str, vectors: list[tuple[str, np.ndarray]]) -> None:
         with self.conn:

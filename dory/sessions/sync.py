@@ -29,7 +29,7 @@ class SyncReport:
 def sync_sessions(corpus: Path, store: SessionStore, rules: IgnoreRules, paths: list[str] | None = None) -> SyncReport:
     """Index new and changed transcripts and drop vanished ones, under `paths` (default: all of
     `logs/sessions/`); paths outside it are ignored."""
-    roots = [SESSIONS_ROOT] if paths is None else sorted({_session_root(p) for p in paths} - {None})  # type: ignore[arg-type]
+    roots = [SESSIONS_ROOT] if paths is None else sorted({r for r in map(_session_root, paths) if r is not None})
     report = SyncReport()
     if not roots:
         return report

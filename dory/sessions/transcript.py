@@ -67,7 +67,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from dory.corpus.document import ReadProblem, parse_document
 from dory.corpus.paths import SESSIONS_ROOT
@@ -78,9 +78,9 @@ from dory.sessions.clean import clean_text
 Role = Literal["user", "assistant", "tool", "system"]
 Kind = Literal["message", "tool_result", "image", "summary"]
 Status = Literal["active", "done", "interrupted", "deleted"]
-ROLES: tuple[str, ...] = get_args(Role)
-KINDS: tuple[str, ...] = get_args(Kind)
-STATUSES: tuple[str, ...] = get_args(Status)
+ROLES: tuple[Role, ...] = get_args(Role)
+KINDS: tuple[Kind, ...] = get_args(Kind)
+STATUSES: tuple[Status, ...] = get_args(Status)
 _STATUS_SYNONYMS = {
     "closed": "done",
     "complete": "done",
@@ -257,7 +257,7 @@ def default_title(agent: str, session_id: str) -> str:
 def _status(value: object) -> Status:
     text = str(value or "").strip().lower()
     text = _STATUS_SYNONYMS.get(text, text)
-    return text if text in STATUSES else "active"  # type: ignore[return-value]
+    return text if text in STATUSES else "active"
 
 
 # --- rendering --------------------------------------------------------------------------------------
@@ -400,10 +400,12 @@ def _parse_body(lines: list[str], start: int) -> tuple[str, list[Message]]:
 def _message_from(match: re.Match[str], section: _Section) -> Message:
     text_lines, calls = _split_tool_calls(section.lines)
     text = tidy("\n".join(_unescape(line) for line in text_lines))
-    kind = match.group("kind") or "message"
+    # The heading pattern admits only Role and Kind names (and Message checks them again).
+    role = cast(Role, match.group("role"))
+    kind = cast(Kind, match.group("kind") or "message")
     if kind == "tool_result":
         text = _unfence(text)
-    message = Message(match.group("id"), match.group("role"), match.group("time"), text, calls, kind)  # type: ignore[arg-type]
+    message = Message(match.group("id"), role, match.group("time"), text, calls, kind)
     message.start_line = section.start + 1
     message.end_line = _last_line(section)
     return message

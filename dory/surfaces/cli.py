@@ -140,7 +140,7 @@ def search(
         mode=mode,
         corpus=corpus,
         k=k,
-        scope=scope,  # type: ignore[arg-type]
+        scope=scope,
         per_file=not all_chunks,
         debug=debug,
         record=not no_record,

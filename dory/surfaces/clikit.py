@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 import pydantic
@@ -22,7 +22,6 @@ from dory.errors import DoryError, from_validation_error
 if TYPE_CHECKING:
     from dory.service import DoryService
 
-F = TypeVar("F", bound=Callable[..., Any])
 # What a command returns: the JSON payload, and a function rendering it for people.
 Result = tuple[dict[str, Any], Callable[[], str]]
 
@@ -34,7 +33,7 @@ def emit_error(exc: DoryError, as_json: bool) -> None:
         click.echo(f"error [{exc.code}]: {exc.message}", err=True)
 
 
-def command(fn: F) -> F:
+def command(fn: Callable[..., Result | None]) -> Callable[..., None]:
     """Adds --json and turns Dory errors into the right message and exit code."""
 
     @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
@@ -54,7 +53,7 @@ def command(fn: F) -> F:
         else:
             click.echo(human())
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 @contextmanager

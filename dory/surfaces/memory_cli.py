@@ -17,6 +17,7 @@ from dory.models import (
     MemoryWriteRequest,
     ProposalCreateRequest,
     ProposalDecision,
+    ProposalStatus,
     WriteRequest,
 )
 from dory.surfaces import render
@@ -179,10 +180,10 @@ def proposals_create(ctx: click.Context, subject: str, content: str, proposal_id
 @click.option("--status", type=click.Choice(["proposed", "applied", "rejected"]))
 @click.pass_context
 @command
-def proposals_list(ctx: click.Context, status: str | None) -> Result:
+def proposals_list(ctx: click.Context, status: ProposalStatus | None) -> Result:
     """List proposals (all, or one status)."""
     with service(ctx) as svc:
-        res = svc.proposal_list(status)  # type: ignore[arg-type]
+        res = svc.proposal_list(status)
     return res.model_dump(mode="json"), lambda: render.proposal_list(res)
 
 

@@ -62,7 +62,7 @@ def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device:
         content=content,
         format=fmt,
         source_path=source_path,
-        agent=agent,  # type: ignore[arg-type]
+        agent=agent,
         device=device,
         dry_run=dry_run,
     )
@@ -85,7 +85,7 @@ def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device:
 @command
 def import_local(ctx: click.Context, since: str | None, harnesses: tuple[str, ...], dry_run: bool) -> Result:
     """Import this machine's Claude Code (~/.claude/projects) and Codex (~/.codex/sessions) transcripts."""
-    req = SessionImportRequest(since=since, dry_run=dry_run, harnesses=list(harnesses) or ["claude-code", "codex"])  # type: ignore[arg-type]
+    req = SessionImportRequest(since=since, dry_run=dry_run, harnesses=list(harnesses) or ["claude-code", "codex"])
     with service(ctx) as svc:
         res = svc.sessions.import_local(req)
     return res.model_dump(mode="json"), lambda: render.import_local(res)

@@ -203,7 +203,7 @@ class _Gatherer:
 
     def decision_pages(self) -> list[Document]:
         base = self.root / "decisions"
-        rels = []
+        rels: list[str] = []
         for folder, dirs, files in os.walk(base):  # os.walk does not follow symlinked folders
             folder_rel = relpath(self.root, Path(folder))
             dirs[:] = sorted(d for d in dirs if not _RULES.skips_dir(d, f"{folder_rel}/{d}"))

@@ -67,7 +67,8 @@ class PrefixedEmbedder:
     doc_prefix = ""
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([self.query_prefix + text])[0]
+        vector: np.ndarray = self._embed([self.query_prefix + text])[0]
+        return vector
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         return self._embed([self.doc_prefix + text for text in texts])

@@ -110,7 +110,8 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     weights = mask.astype(np.float32)
     summed = np.einsum("bth,bt->bh", hidden, weights)
     counts = np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
-    return summed / counts
+    pooled: np.ndarray = summed / counts
+    return pooled
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -151,7 +152,7 @@ class NumpyBert:
         inner = attended @ layer.ff_in_w
         inner += layer.ff_in_b
         gelu_(inner)
-        out = inner @ layer.ff_out_w
+        out: np.ndarray = inner @ layer.ff_out_w
         out += layer.ff_out_b
         out += attended  # residual
         layer_norm_(out, layer.out_norm_g, layer.out_norm_b, cfg.layer_norm_eps)
@@ -171,6 +172,6 @@ class NumpyBert:
         softmax_(scores)
         context = scores @ v  # (B, heads, T, head_dim)
         context = context.transpose(0, 2, 1, 3).reshape(batch * length, cfg.hidden_size)
-        out = context @ layer.attn_out_w
+        out: np.ndarray = context @ layer.attn_out_w
         out += layer.attn_out_b
         return out

@@ -49,7 +49,8 @@ class TorchBert:
                 x = self._layer(x, layer, attend)
             weights = keep.to(torch.float32).unsqueeze(-1)
             pooled = (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-            return pooled.numpy().astype(np.float32, copy=True)
+            vectors: np.ndarray = pooled.numpy().astype(np.float32, copy=True)
+            return vectors
 
     def _layer(self, x: Any, layer: dict[str, Any], attend: Any) -> Any:
         torch = self._torch

@@ -81,10 +81,10 @@ def locate_model_dir(model_path: str | os.PathLike[str] | None = None) -> Path:
                 path=str(folder),
             )
         return folder
-    folder = packaged_model_dir()
-    if folder is None:
+    packaged = packaged_model_dir()
+    if packaged is None:
         raise ModelUnavailable(f"MiniLM model is not installed; {INSTALL_HINT}")
-    return folder
+    return packaged
 
 
 # ---------------------------------------------------------------------------------------------------

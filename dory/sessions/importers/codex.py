@@ -97,7 +97,8 @@ def _codex_message(source: _Source, item: dict[str, Any], time: str | None) -> N
 def _codex_event(source: _Source, payload: dict[str, Any], time: str | None) -> None:
     kind = payload.get("type")
     if kind == "user_message":
-        images = payload.get("images") if isinstance(payload.get("images"), list) else []
+        listed = payload.get("images")
+        images = listed if isinstance(listed, list) else []
         text = "\n\n".join([_flatten(payload.get("message")), *([IMAGE] * len(images))]).strip("\n")
         _codex_say(source, "user", time, text)
     elif kind == "agent_message":
@@ -115,7 +116,8 @@ def _codex_say(source: _Source, role: Role, time: str | None, text: str) -> None
 
 def _codex_call_line(item: dict[str, Any]) -> str:
     kind = item.get("type")
-    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    given = item.get("action")
+    action = given if isinstance(given, dict) else {}
     if kind == "local_shell_call":
         return _call_line("shell", action.get("command"))
     if kind == "web_search_call":
@@ -135,12 +137,15 @@ def _codex_call(source: _Source, call: str, time: str | None) -> None:
 def _codex_output(output: object) -> str:
     if isinstance(output, str):
         wrapped = _maybe_json(output)
-        if not (isinstance(wrapped, dict) and isinstance(wrapped.get("output"), str)):
+        if not isinstance(wrapped, dict):
             return output
-        metadata = wrapped.get("metadata") if isinstance(wrapped.get("metadata"), dict) else {}
-        code = metadata.get("exit_code")
+        text = wrapped.get("output")
+        if not isinstance(text, str):
+            return output
+        metadata = wrapped.get("metadata")
+        code = metadata.get("exit_code") if isinstance(metadata, dict) else None
         prefix = f"[exit code {code}]\n" if isinstance(code, int) and code != 0 else ""
-        return prefix + wrapped["output"]
+        return prefix + text
     return _flatten(output)
 
 

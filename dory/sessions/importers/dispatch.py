@@ -16,7 +16,8 @@ from dory.sessions.importers.common import ImportResult, Problem, _Source
 from dory.sessions.importers.jsonl import _read_jsonl
 from dory.sessions.importers.markdown import _import_markdown
 
-Format = Literal["auto", "markdown", "jsonl", "claude-code", "codex"]
+DetectedFormat = Literal["markdown", "jsonl", "claude-code", "codex"]
+Format = Literal["auto", DetectedFormat]
 FORMATS: tuple[str, ...] = get_args(Format)[1:]
 DEFAULT_AGENTS = {"claude-code": "claude-code", "codex": "codex", "jsonl": "unknown", "markdown": "unknown"}
 
@@ -45,7 +46,7 @@ def parse_source(
     return _build(source, chosen, data, source_path, agent or DEFAULT_AGENTS[chosen], device, now)
 
 
-def detect_format(data: bytes, source_path: str | None = None) -> str:
+def detect_format(data: bytes, source_path: str | None = None) -> DetectedFormat:
     """ "markdown", "codex", "claude-code" or "jsonl", from the content first and the path second."""
     head = data[: 256 * 1024].decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if not head.startswith("{"):
@@ -64,7 +65,7 @@ def detect_format(data: bytes, source_path: str | None = None) -> str:
     return "claude-code" if "/.claude/" in path else "jsonl"
 
 
-def _sniff(record: dict[str, Any]) -> str | None:
+def _sniff(record: dict[str, Any]) -> Literal["codex", "claude-code"] | None:
     kind = record.get("type")
     if not isinstance(kind, str | None):
         return None

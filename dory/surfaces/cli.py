@@ -34,7 +34,7 @@ def cli(corpus: str | None, state_dir: str | None) -> None:
 @click.option("--no-model", is_flag=True, help="do not install the embedding model")
 @command
 def init(directory: str, no_model: bool) -> Result:
-    """Create a corpus in DIRECTORY from the template (existing files are never overwritten)."""
+    """Create a corpus in DIRECTORY from the template (never overwriting a file); installs the model if missing."""
     from dory.service import init_corpus
 
     def announce(message: str) -> None:
@@ -59,7 +59,7 @@ def init(directory: str, no_model: bool) -> Result:
 @click.pass_context
 @command
 def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, wait_s: float) -> Result:
-    """Bring the index in line with the corpus (incremental unless --full).
+    """Bring the index in line with the corpus: incremental (size+mtime, then hash) unless --full.
 
     While `dory ops watch` runs, the daemon does the work (it owns the index)."""
     req = ReindexRequest(full=full, plan_only=plan_only, vectors=not no_vectors, wait_s=wait_s)
@@ -157,7 +157,7 @@ def search(
 @click.pass_context
 @command
 def get(ctx: click.Context, path: str, from_line: int, lines: int | None) -> Result:
-    """Print exact lines of a note with its hash."""
+    """Print exact lines of a note with its sha256: hash (paths cannot leave the corpus)."""
     req = GetRequest(path=path, from_line=from_line, lines=lines)
     with service(ctx) as svc:
         res = svc.get(req)
@@ -168,7 +168,8 @@ def get(ctx: click.Context, path: str, from_line: int, lines: int | None) -> Res
 @click.pass_context
 @command
 def status(ctx: click.Context) -> Result:
-    """Show what is indexed, what is pending and what was skipped."""
+    """Show files on disk vs indexed, pending changes, vectors and backlog, the embedder fingerprint, and
+    skipped files with reasons."""
     with service(ctx) as svc:
         res = svc.status()
     return res.model_dump(mode="json"), lambda: render.status(res)
@@ -185,7 +186,9 @@ def status(ctx: click.Context) -> Result:
 def eval_command(
     ctx: click.Context, queries_file: str, modes: str, k: int, scope_field: str | None, per_query: bool
 ) -> Result:
-    """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) on a queries file."""
+    """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) per mode on your own queries.
+
+    QUERIES_FILE holds JSON lines {"id", "query", "expected": [paths], "scope"?}."""
     as_json = click.get_current_context().params.get("as_json", False)
     req = EvalRequest(
         queries_file=str(Path(queries_file).resolve()),
@@ -223,7 +226,8 @@ def ops() -> None:
 )
 @click.pass_context
 def watch(ctx: click.Context, foreground: bool, log_level: str | None, log_file: str | None, wait_s: float) -> None:
-    """Keep the index fresh while notes change, and run scheduled jobs (until SIGTERM / Ctrl-C)."""
+    """The daemon: keep the index fresh while notes change and run scheduled jobs, in the foreground,
+    until SIGTERM / Ctrl-C."""
     from dory.daemon.process import Daemon, setup_logging
     from dory.service.settings import open_settings
 

@@ -56,7 +56,9 @@ def context() -> None:
 @click.option("--min-recent", type=int, help="the last N messages are always kept")
 @click.option("--beta", type=float, help="utility = β·relevance + (1−β)·agent weight")
 @click.option("--system", help="the system block (protected)")
-@click.option("--wake", "wake_profile", help="prepend `dory wake` with this profile to the system block")
+@click.option(
+    "--wake", "wake_profile", metavar="PROFILE", help="prepend `dory wake` with this profile to the system block"
+)
 @click.pass_context
 @command
 def pack(

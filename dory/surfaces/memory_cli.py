@@ -68,7 +68,7 @@ def parse_frontmatter(raw: str | None, fields: tuple[str, ...]) -> dict[str, Any
 @click.option("--content", help="the markdown to write (may start with a frontmatter block)")
 @click.option("--file", "file", help="read the markdown from this file (- for stdin)")
 @click.option("--frontmatter", "frontmatter_json", help="frontmatter fields as a JSON object")
-@click.option("--set", "fields", multiple=True, help="one frontmatter field, key=value (repeatable)")
+@click.option("--set", "fields", multiple=True, metavar="KEY=VALUE", help="one frontmatter field (repeatable)")
 @click.option("--expected-hash", help="sha256:… of the version you read (`dory get` prints it)")
 @click.option("--reason", help="why (required by forget)")
 @click.option("--dry-run", is_flag=True, help="show the result and its hash; write nothing")
@@ -90,7 +90,7 @@ def write(
     soft: bool,
     agent: str | None,
 ) -> Result:
-    """Write one note at PATH exactly (create, append, replace or forget)."""
+    """Write one note at PATH exactly (create, append, replace or forget), from --content or --file."""
     text = "" if kind == "forget" and content is None and file is None else read_content(content, file)
     req = WriteRequest(
         path=path,
@@ -149,7 +149,8 @@ def semantic_options(fn: Any) -> Any:
 @click.pass_context
 @command
 def memory_write(ctx: click.Context, subject: str, content: str, **options: Any) -> Result:
-    """Remember CONTENT about SUBJECT: a claim with evidence, rendered into its canonical page."""
+    """Remember CONTENT about SUBJECT (a person, project, concept or decision): a claim with evidence,
+    rendered into its canonical page."""
     req = MemoryWriteRequest(subject=subject, content=content, **options)
     with service(ctx) as svc:
         res = svc.memory_write(req)

@@ -56,7 +56,7 @@ def read_source(source: str) -> tuple[str, str | None]:
 @click.pass_context
 @command
 def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device: str | None, dry_run: bool) -> Result:
-    """Import one transcript file (PATH, or - for stdin). Re-importing adds only new turns."""
+    """Import one transcript file (SOURCE: its path, or - for stdin). Re-importing adds only new turns."""
     content, source_path = read_source(source)
     req = SessionIngestRequest(
         content=content,

@@ -60,6 +60,11 @@ TABLE = {
     "LlmBadOutput": ("llm_bad_output", 502, 5),
     "DaemonNotRunning": ("daemon_not_running", 503, 5),
     "DaemonTimeout": ("daemon_timeout", 504, 5),
+    "NameTooLong": ("name_too_long", 400, 4),
+    "StorageError": ("storage_error", 503, 8),
+    "PermissionDenied": ("permission_denied", 503, 8),
+    "ReadOnlyStorage": ("read_only", 503, 8),
+    "DiskFull": ("disk_full", 507, 8),
     "IndexLocked": ("index_locked", 409, 6),
     "DaemonAlreadyRunning": ("daemon_already_running", 409, 6),
     "WriteConflict": ("conflict", 409, 7),
@@ -81,7 +86,7 @@ def test_every_error_has_a_unique_code_and_an_http_error_status() -> None:
     for cls in classes:
         assert isinstance(cls.code, str) and cls.code.isascii() and cls.code == cls.code.lower(), cls
         assert 400 <= cls.http_status <= 599, cls
-        assert cls.exit_code in range(1, 8), cls
+        assert cls.exit_code in range(1, 9), cls
 
 
 def test_codes_statuses_and_exit_codes_are_the_published_table() -> None:

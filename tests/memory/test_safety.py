@@ -16,6 +16,7 @@ from dory.errors import (
     DoryError,
     InvalidInput,
     InvisibleCharacters,
+    NameTooLong,
     PathNotAllowed,
     PathNotWritable,
     PathOutsideCorpus,
@@ -23,7 +24,15 @@ from dory.errors import (
     TagCharacters,
     UnsafeContent,
 )
-from dory.memory.safety import INJECTION_PATTERNS, Problem, check_content, check_write_path, error_for, scan_content
+from dory.memory.safety import (
+    INJECTION_PATTERNS,
+    MAX_NOTE_NAME_BYTES,
+    Problem,
+    check_content,
+    check_write_path,
+    error_for,
+    scan_content,
+)
 
 BIG = 1_000_000
 
@@ -617,15 +626,20 @@ def test_special_file_target_is_refused(corpus: Path) -> None:
     assert "not a regular file" in error.message
 
 
-def test_component_length_limit_is_255_bytes(corpus: Path) -> None:
-    accepted(corpus, "a" * 252 + ".md")
-    refused(corpus, "a" * 253 + ".md", InvalidInput)
-    refused(corpus, "é" * 127 + ".md", InvalidInput)  # 257 bytes, 130 characters
-    refused(corpus, "d" * 256 + "/x.md", InvalidInput)
+def test_a_note_name_leaves_room_for_temporary_and_tombstone_names(corpus: Path) -> None:
+    """A folder may use all 255 bytes; a note's name leaves room for `.<name>.dory-old-<pid>-<hex>.tmp`
+    and `<stem>.tombstone.md`, so no later step of a write can hit the file system's limit."""
+    longest = MAX_NOTE_NAME_BYTES - len(".md")
+    accepted(corpus, "a" * longest + ".md")
+    error = refused(corpus, "a" * (longest + 1) + ".md", NameTooLong)
+    assert error.code == "name_too_long"
+    refused(corpus, "é" * 127 + ".md", NameTooLong)  # 257 bytes, 130 characters
+    accepted(corpus, "d" * 255 + "/x.md")
+    refused(corpus, "d" * 256 + "/x.md", NameTooLong)
 
 
 def test_path_length_limit_is_1024_bytes(corpus: Path) -> None:
     folders = "/".join(["d" * 99] * 10)  # 999 bytes
     accepted(corpus, folders + "/" + "x" * 21 + ".md")  # exactly 1024 bytes
-    error = refused(corpus, folders + "/" + "x" * 22 + ".md", InvalidInput)
+    error = refused(corpus, folders + "/" + "x" * 22 + ".md", NameTooLong)
     assert "1024" in error.message

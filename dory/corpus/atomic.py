@@ -216,11 +216,21 @@ def repair_leftovers(folder: Path) -> list[str]:
     return report
 
 
-def sweep_leftovers(root: Path, skip: tuple[str, ...] = (".git",)) -> list[str]:
-    """`repair_leftovers` in every folder below `root` (the corpus), skipping `skip` folder names."""
-    report: list[str] = []
+def leftovers(root: Path, skip: tuple[str, ...] = (".git",)) -> list[Path]:
+    """Temporary files of crashed writes (their process is gone) anywhere below `root`."""
+    found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in skip]
-        if any(name.endswith(".tmp") and ".dory-" in name for name in files):
-            report += repair_leftovers(Path(folder))
+        for name in files:
+            match = TEMP_NAME.match(name)
+            if match is not None and not _pid_alive(int(match["pid"])):
+                found.append(Path(folder) / name)
+    return found
+
+
+def sweep_leftovers(root: Path) -> list[str]:
+    """`repair_leftovers` in every folder below `root` (the corpus) that holds a leftover."""
+    report: list[str] = []
+    for folder in sorted({path.parent for path in leftovers(root)}):
+        report += repair_leftovers(folder)
     return report

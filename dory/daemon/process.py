@@ -82,8 +82,8 @@ class Daemon:
         self._exits.enter_context(self.service.resources.owning())  # for the daemon's whole life
         for warning in self.writer.start():
             log.warning("vectors: %s", warning)
-        for line in self.writer.call(self.service.owner.recover_journal):
-            log.warning("journal: %s", line)
+        for line in self.writer.call(self.service.owner.recover):
+            log.warning("recovery: %s", line)
         self._ledger = JobLedger(self.settings.ledger_path)
         interrupted = self._ledger.mark_interrupted()
         if interrupted:

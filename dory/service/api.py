@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 
 from dory.config import Settings
 from dory.context.wake import RecentSession, build_wake
+from dory.corpus.atomic import sweep_leftovers
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_note
 from dory.corpus.template import copy_template
@@ -293,6 +294,7 @@ class DoryService:
             return ReindexResponse.model_validate(answer)
         with local_ownership(self.owner, req.wait_s, on_wait) as recovered:
             warnings = [f"journal: {line}" for line in recovered]
+            warnings += [f"recovery: {line}" for line in sweep_leftovers(self.settings.corpus)]
             vectors = self.owner.owned_vectors(warnings) if req.vectors else None
             response = self.owner.apply_changes(req.full, None, progress, vectors)
             if vectors is not None:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from dory.config import Settings
+from dory.corpus.atomic import sweep_leftovers
 from dory.corpus.journal import Journal
 from dory.corpus.paths import IgnoreRules
 from dory.errors import DoryError, IndexLocked
@@ -88,6 +89,12 @@ class IndexOwner:
         report, touched = journal.recover()
         self.index_paths(touched)
         return report
+
+    def recover(self) -> list[str]:
+        """What a start-up or a reindex does first: the journal, then a sweep of the whole corpus for
+        temporary files left by crashed writes (the journal repairs only the folders it names). A
+        note put back is indexed by the reconcile or reindex that follows."""
+        return self.recover_journal() + sweep_leftovers(self.settings.corpus)
 
     def owned_vectors(self, warnings: list[str]) -> VectorStore | None:
         """The owner's FAISS store, reset when the embedding fingerprint changed; None without vectors."""

@@ -10,7 +10,15 @@ import sqlite3
 import time
 from pathlib import Path
 
-from dory.errors import BackendUnavailable, IndexLocked
+from dory.errors import (
+    BackendUnavailable,
+    DiskFull,
+    DoryError,
+    IndexLocked,
+    ReadOnlyStorage,
+    StorageError,
+    storage_error,
+)
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -160,8 +168,34 @@ MIGRATIONS = (_schema_v1, _chunk_ids_never_reused, _links_and_claims)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def storage_problem(exc: sqlite3.Error | OSError, path: Path) -> DoryError:
+    """The real cause of a failure to open or write a database: a lock held by another process, a
+    read-only or full disk, missing permissions; each with its own code (never all `index_locked`)."""
+    if isinstance(exc, OSError):
+        return storage_error(exc, str(path))
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return IndexLocked(f"{path} stayed locked by another process: {exc}")
+    if "readonly" in text or "read-only" in text:
+        return ReadOnlyStorage(
+            f"{path} cannot be written ({exc}); is the disk or the folder read-only?", path=str(path)
+        )
+    if "disk is full" in text:
+        return DiskFull(f"{path} cannot be written ({exc}); free some disk space", path=str(path))
+    if "unable to open" in text:
+        return StorageError(f"{path} cannot be opened ({exc}); check the folder exists and is writable", path=str(path))
+    return BackendUnavailable(f"{path}: {exc}")
+
+
 def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     """Open the index database; read-only connections never create or migrate it."""
+    try:
+        return _connect(path, readonly)
+    except (sqlite3.OperationalError, OSError) as exc:
+        raise storage_problem(exc, path) from exc
+
+
+def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
     if readonly:
         uri = f"file:{path}?mode=ro"
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
@@ -188,7 +222,7 @@ def _wal(conn: sqlite3.Connection, path: Path) -> None:
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 conn.close()
-                raise IndexLocked(f"{path} stayed locked by another process: {exc}") from exc
+                raise storage_problem(exc, path) from exc
             time.sleep(0.05)
 
 
@@ -206,10 +240,7 @@ def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise IndexLocked(
-                f"the index database stayed locked by another process for "
-                f"{BUSY_TIMEOUT_MS // 1000} s ({exc}); try again"
-            ) from exc
+            raise storage_problem(exc, Path(conn_path(conn))) from exc
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] == number:
                 for statement in MIGRATIONS[number](tokenizer).split(";\n"):
@@ -217,9 +248,18 @@ def migrate(conn: sqlite3.Connection, tokenizer: str) -> None:
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number + 1}")
             conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            if conn.in_transaction:  # SQLite may have rolled back already (a full disk does)
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise storage_problem(exc, Path(conn_path(conn))) from exc
             raise
+
+
+def conn_path(conn: sqlite3.Connection) -> str:
+    """The file behind a connection (for messages)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row is not None else "the index"
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

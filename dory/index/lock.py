@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from dory.errors import IndexLocked
+from dory.errors import IndexLocked, storage_error
 
 PROBE_GRACE_S = 0.3
 
@@ -26,8 +26,11 @@ class WriterLock:
         self._fd: int | None = None
 
     def __enter__(self) -> WriterLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a read-only or full disk is that, not a lock held by someone
+            raise storage_error(exc, str(self.path)) from exc
         # A short grace even with wait_s = 0: `holder()` probes the lock for a few microseconds.
         deadline = time.monotonic() + max(self.wait_s, PROBE_GRACE_S)
         while True:

@@ -7,6 +7,7 @@ never called concurrently; they may still be called from different threads one a
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ from dory.corpus.atomic import sweep_leftovers
 from dory.corpus.journal import Journal
 from dory.corpus.paths import IgnoreRules
 from dory.errors import DoryError, IndexLocked
-from dory.index import vector_pass
+from dory.index import db, vector_pass
 from dory.index.indexer import Indexer, Plan, Progress, no_progress
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore
@@ -65,8 +66,11 @@ class IndexOwner:
         `vectors` too; new chunks wait for the vector pass. The session plane follows."""
         started = time.monotonic()
         store = self.resources.store()
-        with self.resources.vectors_lock:
-            report = self.indexer(store).run_lexical(full, progress, vectors, paths)
+        try:
+            with self.resources.vectors_lock:
+                report = self.indexer(store).run_lexical(full, progress, vectors, paths)
+        except sqlite3.OperationalError as exc:  # a full or read-only disk, or a lock held elsewhere
+            raise db.storage_problem(exc, self.settings.db_path) from exc
         response = reindex_response(report.plan, started, planned=False)
         response.chunks_written = report.chunks_written
         response.vectors_pending = vector_pass.pending_count(store)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.waiting import DEADLINE_S
 
 from dory.corpus.atomic import create_exclusive, file_hash, sha256_of, swap_if_unchanged, write_atomic
 from dory.errors import AlreadyExists, WriteConflict
@@ -54,7 +55,8 @@ def race(path: Path, agent: Callable[[], None], editor_text: str, save: Callable
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
+        thread.join(DEADLINE_S)
+    assert not any(thread.is_alive() for thread in threads)
     return outcome[0]
 
 

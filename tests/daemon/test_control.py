@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.waiting import DEADLINE_S
 
 from dory.config import Settings, load_settings
 from dory.daemon.control import ControlServer
@@ -71,16 +72,17 @@ def server(settings: Settings) -> Iterator[ControlServer]:
 
 def raw_request(path: Path, payload: bytes) -> dict[str, Any]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(2)
+        sock.settimeout(DEADLINE_S)
         sock.connect(str(path))
         sock.sendall(payload)
         with sock.makefile("rb") as stream:
             return json.loads(stream.readline())
 
 
+# Calls that must be answered pass DEADLINE_S: the default timeout (5 s) would be a speed bound.
 def test_call_returns_the_handler_result(settings: Settings, server: ControlServer) -> None:
-    assert call(settings, "echo", {"a": 1, "b": ["ü"]}) == {"got": {"a": 1, "b": ["ü"]}}
-    assert call(settings, "echo") == {"got": {}}
+    assert call(settings, "echo", {"a": 1, "b": ["ü"]}, DEADLINE_S) == {"got": {"a": 1, "b": ["ü"]}}
+    assert call(settings, "echo", timeout_s=DEADLINE_S) == {"got": {}}
 
 
 def test_concurrent_calls(settings: Settings, server: ControlServer) -> None:
@@ -88,7 +90,7 @@ def test_concurrent_calls(settings: Settings, server: ControlServer) -> None:
 
     def ask(n: int) -> None:
         try:
-            results[n] = call(settings, "echo", {"n": n}, timeout_s=30)
+            results[n] = call(settings, "echo", {"n": n}, timeout_s=DEADLINE_S)
         except Exception as exc:  # shown in the assertion below
             results[n] = exc
 
@@ -96,13 +98,13 @@ def test_concurrent_calls(settings: Settings, server: ControlServer) -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(DEADLINE_S)
     assert results == [{"got": {"n": n}} for n in range(32)]  # more clients than the default backlog of 5
 
 
 def test_dory_error_is_re_raised_with_code_message_and_details(settings: Settings, server: ControlServer) -> None:
     with pytest.raises(NotFound) as info:
-        call(settings, "missing", {"path": "x.md"})
+        call(settings, "missing", {"path": "x.md"}, DEADLINE_S)
     assert info.value.code == "not_found"
     assert info.value.message == "no note 'x.md'"
     assert info.value.details == {"path": "x.md", "extra": [1, 2]}
@@ -116,12 +118,12 @@ def test_dory_error_is_re_raised_with_code_message_and_details(settings: Setting
 
 def test_generic_exception_becomes_internal_error(settings: Settings, server: ControlServer) -> None:
     with pytest.raises(DoryError) as info:
-        call(settings, "crash")
+        call(settings, "crash", timeout_s=DEADLINE_S)
     assert type(info.value) is DoryError
     assert info.value.code == "internal_error"
     assert info.value.message == "the daemon failed to handle the request: bad value"
     # the server survives and keeps answering
-    assert call(settings, "echo", {"x": 1}) == {"got": {"x": 1}}
+    assert call(settings, "echo", {"x": 1}, DEADLINE_S) == {"got": {"x": 1}}
 
 
 def test_a_request_that_does_not_fit_its_model_is_a_usage_error(settings: Settings, server: ControlServer) -> None:
@@ -132,7 +134,7 @@ def test_a_request_that_does_not_fit_its_model_is_a_usage_error(settings: Settin
 
 def test_unknown_op_is_a_usage_error(settings: Settings, server: ControlServer) -> None:
     with pytest.raises(UsageError) as info:
-        call(settings, "nope")
+        call(settings, "nope", timeout_s=DEADLINE_S)
     assert info.value.code == "usage_error"
     assert info.value.message == "unknown control operation 'nope'"
     assert info.value.details == {"op": "nope"}
@@ -205,8 +207,8 @@ def test_server_closing_after_reading_is_daemon_not_running(settings: Settings) 
         thread = threading.Thread(target=hang_up)
         thread.start()
         with pytest.raises(DaemonNotRunning, match="closed the connection"):
-            call(settings, "echo", timeout_s=2)
-        thread.join(2)
+            call(settings, "echo", timeout_s=DEADLINE_S)  # the hang-up ends the call, not the timeout
+        thread.join(DEADLINE_S)
 
 
 def test_server_resetting_the_connection_is_daemon_not_running(settings: Settings) -> None:
@@ -223,10 +225,10 @@ def test_server_resetting_the_connection_is_daemon_not_running(settings: Setting
         thread = threading.Thread(target=hang_up)
         thread.start()
         try:
-            with pytest.raises(DaemonNotRunning):
-                call(settings, "echo", timeout_s=2)
+            with pytest.raises(DaemonNotRunning, match=r"dropped the connection|closed the connection"):
+                call(settings, "echo", timeout_s=DEADLINE_S)  # the reset ends the call, not the timeout
         finally:
-            thread.join(2)
+            thread.join(DEADLINE_S)
 
 
 def test_socket_sits_beside_the_state_with_mode_0600(settings: Settings, server: ControlServer) -> None:
@@ -256,7 +258,7 @@ def test_server_replaces_a_leftover_socket_file(settings: Settings) -> None:
     srv = start_fast(ControlServer(path, dict(HANDLERS)))
     try:
         assert stat.S_ISSOCK(os.stat(path).st_mode)
-        assert call(settings, "echo") == {"got": {}}
+        assert call(settings, "echo", timeout_s=DEADLINE_S) == {"got": {}}
     finally:
         srv.stop()
 
@@ -276,7 +278,7 @@ def test_long_state_dir_falls_back_to_the_temp_folder(short_tmp: Path) -> None:
     assert socket_path(other) != path  # one socket per state folder
     srv = start_fast(ControlServer(path, dict(HANDLERS)))
     try:
-        assert call(settings, "echo", {"deep": True}) == {"got": {"deep": True}}
+        assert call(settings, "echo", {"deep": True}, DEADLINE_S) == {"got": {"deep": True}}
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     finally:
         srv.stop()

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.daemon import chunk_rows, daemon_env, fresh_reindex, indexed, wait_until
+from support.daemon import chunk_rows, daemon_env, fresh_reindex, indexed
+from support.waiting import DEADLINE_S, wait_until
 
 from dory.index.store import IndexStore
 from dory.index.vectors import VectorStore
@@ -69,17 +70,27 @@ def edit_randomly(root: Path, rng: random.Random, stop: threading.Event) -> None
         time.sleep(rng.uniform(0, 0.03))
 
 
-def vector_state(daemon) -> tuple[np.ndarray, np.ndarray]:
+def index_counts(daemon) -> tuple[int, int, int]:
+    """(chunks without a vector, FTS rows, chunk rows) in the daemon's SQLite index."""
     settings = daemon.settings
     store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
     try:
-        expected = np.array([r[0] for r in store.conn.execute("SELECT id FROM chunks WHERE has_vector = 1")])
         pending = store.conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 0").fetchone()[0]
         fts = store.conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
         chunks = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     finally:
         store.close()
-    assert pending == 0 and fts == chunks
+    return pending, fts, chunks
+
+
+def vector_state(daemon) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk ids SQLite says have a vector, ids in the saved FAISS file), both sorted."""
+    settings = daemon.settings
+    store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
+    try:
+        expected = np.array([r[0] for r in store.conn.execute("SELECT id FROM chunks WHERE has_vector = 1")])
+    finally:
+        store.close()
     saved = VectorStore.load(settings.faiss_path, 384).ids()
     return np.sort(expected), np.sort(saved)
 
@@ -94,26 +105,33 @@ def test_kill_9_at_random_moments_then_restart_equals_a_fresh_reindex(tmp_path: 
     env = daemon_env(
         lexical=False, DORY_JOBS_RECONCILE="* * * * * *", DORY_DAEMON_FAISS_SAVE_S="0.2", DORY_DAEMON_EMBED_BATCH="8"
     )
-    daemon = daemon_factory(root, env).start()
+    daemon = daemon_factory(root, env).start(wait=False)
+    daemon.wait_idle(3 * DEADLINE_S)  # loads the model and embeds the corpus
     for round_ in range(ROUNDS):
         stop = threading.Event()
         editor = threading.Thread(target=edit_randomly, args=(root, rng, stop))
         editor.start()
+        # A random moment, not a wait: whatever is in flight then (edits, batches, embeddings, FAISS
+        # saves, jobs; on a slow machine perhaps nothing yet), the restart must repair it.
         time.sleep(rng.uniform(0.05, 1.5))
-        daemon.kill9()  # while edits, batches, embeddings, FAISS saves and jobs are in flight
+        daemon.kill9()
         stop.set()
-        editor.join()
+        editor.join(DEADLINE_S)
+        assert not editor.is_alive()
         (root / "notes" / f"down{round_}.md").write_text(random_note(rng, "written while down"))
         daemon.start(wait=False)
-        daemon.wait_idle(300)
+        daemon.wait_idle(3 * DEADLINE_S)  # re-embeds what the kill lost: the model on a busy machine
         fresh_state = tmp_path / f"fresh{round_}"
         expected = fresh_reindex(root, env, fresh_state)
         assert indexed(root, env) == expected, f"round {round_}"
         assert chunk_rows(root, env) == chunk_rows(root, env, fresh_state), f"round {round_}"
+        pending, fts, chunks = index_counts(daemon)
+        assert pending == 0 and fts == chunks, f"round {round_}: {pending} chunks without a vector, {fts}/{chunks}"
 
         def faiss_matches_sqlite() -> bool:
             wanted, saved = vector_state(daemon)
             return np.array_equal(wanted, saved)
 
-        wait_until(faiss_matches_sqlite, 60, f"round {round_}: the FAISS file to match SQLite")
+        # Idle is reached before the rate-limited save of the FAISS file: wait for the file itself.
+        wait_until(faiss_matches_sqlite, what=f"round {round_}: the FAISS file to match SQLite")
     assert daemon.stop() == 0

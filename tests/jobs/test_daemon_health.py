@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from support.daemon import wait_until
+from support.waiting import DEADLINE_S, wait_until
 
 from dory.config import load_settings
 from dory.daemon.process import Daemon
@@ -31,7 +31,7 @@ def daemon(tmp_path: Path):
     )
     running = Daemon(settings)
     running.start()
-    running.startup_done.wait(30)
+    assert running.startup_done.wait(DEADLINE_S), "the start-up reconcile never finished"
     yield running
     running.stop()
 
@@ -47,8 +47,10 @@ def found(daemon: Daemon, word: str) -> bool:
 
 
 def test_a_dead_watcher_is_reported_and_re_armed_by_the_heartbeat(daemon: Daemon) -> None:
-    daemon.watcher._observer.stop()
-    daemon.watcher._observer.join(5)
+    observer = daemon.watcher._observer
+    observer.stop()
+    observer.join(DEADLINE_S)
+    assert not observer.is_alive()
     (daemon.settings.corpus / "notes/missed.md").write_text("# Missed\n\nwombat\n")
     snapshot = daemon.snapshot()
     assert snapshot["watcher"]["alive"] is True  # not yet noticed
@@ -56,15 +58,15 @@ def test_a_dead_watcher_is_reported_and_re_armed_by_the_heartbeat(daemon: Daemon
     health = daemon.snapshot()["watcher"]
     assert health["alive"] is True and health["rearmed"] == 1
     assert "the observer thread is not running" in health["last_problem"]
-    wait_until(lambda: found(daemon, "wombat"), 10, "the reconcile after re-arming")  # missed event caught
+    wait_until(lambda: found(daemon, "wombat"), what="the reconcile after re-arming")  # missed event caught
     (daemon.settings.corpus / "notes/after.md").write_text("# After\n\nnumbat\n")
-    wait_until(lambda: found(daemon, "numbat"), 10, "events from the new watcher")
+    wait_until(lambda: found(daemon, "numbat"), what="events from the new watcher")
 
 
 def test_an_inotify_overflow_triggers_a_reconcile(daemon: Daemon) -> None:
     before = daemon.writer.stats.reconciles
     logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
-    wait_until(lambda: daemon.writer.stats.reconciles == before + 1, 10, "a reconcile")
+    wait_until(lambda: daemon.writer.stats.reconciles == before + 1, what="a reconcile")
     assert daemon.snapshot()["watcher"]["overflows"] == 1
 
 
@@ -80,4 +82,4 @@ def test_a_replaced_corpus_folder_is_re_armed(daemon: Daemon, tmp_path: Path) ->
     (root / "notes").mkdir()
     (root / "notes/new.md").write_text("# New\n\nquokka\n")
     assert daemon.watcher.check() is True
-    wait_until(lambda: found(daemon, "quokka"), 10, "the new folder indexed")
+    wait_until(lambda: found(daemon, "quokka"), what="the new folder indexed")

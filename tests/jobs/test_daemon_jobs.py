@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import time
+import datetime as dt
 from pathlib import Path
 
 from support.daemon import daemon_env, wait_until
 
+from dory.index.store import now_iso
 from dory.jobs.ledger import JobLedger
+from dory.jobs.schedule import local_zone
 
 
 def ledger_runs(daemon) -> list[dict]:
@@ -29,25 +31,41 @@ def test_scheduled_runs_once_per_period_and_catch_up_after_downtime(tmp_path: Pa
     root = make_corpus(tmp_path)
     env = daemon_env(DORY_JOBS_RECONCILE="*/2 * * * * *")  # every 2 seconds
     daemon = daemon_factory(root, env).start()
-    wait_until(lambda: any(r["trigger"] == "schedule" for r in ledger_runs(daemon)), 15, "a scheduled run")
+    wait_until(
+        lambda: any(r["trigger"] == "schedule" and r["status"] == "ok" for r in ledger_runs(daemon)),
+        what="a scheduled run to finish",
+    )
     assert daemon.stop() == 0
-    stopped_at = time.time()
-    time.sleep(4.5)  # at least two fire times pass while the daemon is down
-    daemon.start()
-    wait_until(lambda: any(r["trigger"] == "catch-up" for r in ledger_runs(daemon)), 15, "a catch-up run")
+    stopped = now_iso("microseconds")
+
+    # One fire time while the daemon is down and none after it until tomorrow: the restarted daemon's
+    # start-up catch-up is the only look that can run it (its heartbeat is an hour away), however
+    # slowly it starts. Only the clock is waited for here.
+    fire = (dt.datetime.now(local_zone()) + dt.timedelta(seconds=2)).replace(microsecond=0)
+    wait_until(lambda: dt.datetime.now(local_zone()) > fire, what="the fire time to pass")
+    schedule = f"{fire.second} {fire.minute} {fire.hour} * * *"
+    env = daemon_env(DORY_JOBS_RECONCILE=schedule, DORY_DAEMON_HEARTBEAT_S="3600")
+    daemon = daemon_factory(root, env).start()
+
+    def caught_up() -> list[dict]:
+        rows = [r for r in ledger_runs(daemon) if r["trigger"] == "catch-up"]
+        return rows if rows and all(r["status"] != "running" for r in rows) else []
+
+    catch_up = wait_until(caught_up, what="the catch-up run to finish")
+    assert [(r["period"], r["status"]) for r in catch_up] == [(fire.strftime("%Y-%m-%dT%H:%M:%S"), "ok")]
     code, jobs, err = daemon.cli("ops", "jobs")
     assert code == 0, err
     (reconcile,) = [job for job in jobs["jobs"] if job["name"] == "reconcile"]
-    assert jobs["daemon_running"] is True and reconcile["schedule"] == "*/2 * * * * *"
-    catch_up = [r for r in reconcile["recent_runs"] if r["trigger"] == "catch-up"]
-    assert len(catch_up) == 1 and catch_up[0]["status"] == "ok"
-    # Only the newest missed period is caught up (reconcile catches up "latest"), and it is one
-    # that fell inside the downtime.
-    missed = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(stopped_at))
-    assert catch_up[0]["period"] > missed
+    assert jobs["daemon_running"] is True and reconcile["schedule"] == schedule
+    assert reconcile["last_run"]["trigger"] == "catch-up"
     runs = ledger_runs(daemon)
     assert len({r["period"] for r in runs}) == len(runs)  # each period at most once
-    assert all(r["status"] == "ok" for r in runs)
+    # A scheduled run the stop came in the middle of (when depends on the machine's speed) failed
+    # because the writer was stopping, or was found interrupted by the restart; all others are ok.
+    cut = [r for r in runs if r["status"] != "ok"]
+    assert all(
+        r["started"] < stopped and (r["status"] == "interrupted" or "stopping" in (r["error"] or "")) for r in cut
+    ), cut
     assert daemon.stop() == 0
 
 

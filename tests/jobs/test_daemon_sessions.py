@@ -63,7 +63,7 @@ def test_the_session_plane_follows_the_daemon(tmp_path: Path, daemon_factory: Ca
     # 1. a transcript written straight into the plane is picked up by the watcher
     (root / DROPPED).parent.mkdir(parents=True)
     (root / DROPPED).write_text(TRANSCRIPT, encoding="utf-8")
-    wait_until(lambda: bool(hits("marmalade")), 20.0, "the dropped transcript to be recallable")
+    wait_until(lambda: bool(hits("marmalade")), what="the dropped transcript to be recallable")
     found = hits("marmalade")
     assert sorted((h["path"], h["turn"]["message_id"], h["start_line"], h["end_line"]) for h in found) == [
         (DROPPED, "m-0123456789ab", 11, 13),
@@ -86,7 +86,7 @@ def test_the_session_plane_follows_the_daemon(tmp_path: Path, daemon_factory: Ca
 
     # 4. a transcript removed from disk leaves the index
     (root / DROPPED).unlink()
-    wait_until(lambda: not hits("marmalade"), 20.0, "the removed transcript to leave the index")
+    wait_until(lambda: not hits("marmalade"), what="the removed transcript to leave the index")
     listed = ok("sessions", "list", "--all")
     assert [(s["session_id"], s["status"]) for s in listed["sessions"]] == [("live", "deleted")]
     assert daemon.stop() == 0

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from support.daemon import daemon_env, wait_until
+from support.daemon import daemon_env
+from support.waiting import DEADLINE_S, wait_until
 
 from dory.config import load_settings
 from dory.daemon.embedder import EmbedWorker
@@ -35,11 +36,11 @@ def test_new_text_is_found_by_keywords_first_and_by_meaning_once_embedded(tmp_pa
         return reader.search(SearchRequest(query=query, mode=mode))
 
     try:
-        daemon.startup_done.wait(60)
-        wait_until(lambda: daemon.snapshot()["idle"], 60, "the first embedding pass")
+        assert daemon.startup_done.wait(DEADLINE_S), "the start-up reconcile never finished"
+        wait_until(lambda: daemon.snapshot()["idle"], what="the first embedding pass")
         daemon.embedder.stop()  # hold the background embedder so the backlog can be observed
         (root / "notes/penguins.md").write_text("# Penguins\n\nEmperor penguins huddle together in Antarctic winter.\n")
-        wait_until(lambda: bool(search("penguins", "bm25").hits), 10, "keyword search to find the note")
+        wait_until(lambda: bool(search("penguins", "bm25").hits), what="keyword search to find the note")
         hybrid = search("birds that live in the cold", "hybrid")
         assert hybrid.vectors_pending >= 1
         assert "chunks are not embedded yet; their text is found by keywords only" in " ".join(hybrid.warnings)
@@ -53,7 +54,7 @@ def test_new_text_is_found_by_keywords_first_and_by_meaning_once_embedded(tmp_pa
             hits = search("birds that live in the cold", "vector").hits
             return bool(hits) and hits[0].path == "notes/penguins.md"
 
-        wait_until(found_by_meaning, 30, "vector search to find the note")
+        wait_until(found_by_meaning, what="vector search to find the note")
         assert daemon.snapshot()["vectors_pending"] == 0
     finally:
         reader.close()
@@ -65,7 +66,7 @@ def test_a_rename_moves_vectors_and_embeds_nothing(tmp_path: Path, daemon_factor
     daemon = daemon_factory(root, daemon_env(lexical=False)).start()
     embedded = daemon.status().embedder["embedded"]
     os.rename(root / "notes/bread.md", root / "notes/sourdough.md")
-    wait_until(lambda: daemon.status().writer["files_changed"] >= 2, 20, "the rename")  # startup + rename
+    wait_until(lambda: daemon.status().writer["files_changed"] >= 2, what="the rename")  # startup + rename
     status = daemon.wait_idle()
     assert status.embedder["embedded"] == embedded
     code, body, _ = daemon.cli("search", "letting dough rise", "-m", "vector", "-k", "1")

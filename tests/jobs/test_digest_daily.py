@@ -5,7 +5,7 @@ written deferred, dry runs that record nothing, bad periods refused, hostile tra
 the LLM path against the fake server (tests/support/fake_llm.py) with every way it falls back.
 
 Days are UTC here (the job's local zone is pinned, a test moves it to Berlin on purpose); every
-transcript is dated well before today, so no test depends on the wall clock except "tomorrow".
+transcript is dated well before today, so no test depends on the wall clock except `day_to_come()`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from click.testing import CliRunner
 from support.digest_corpus import citations, ingest, link, new_corpus, page, rec, tree_hashes, turns, write_transcript
-from support.fake_llm import FakeLlm, Reply, Request, drop, empty, malformed, ok, slow, status
+from support.fake_llm import FakeLlm, Reply, Request, drop, empty, hang, malformed, ok, status
+from support.waiting import DEADLINE_S
 
 from dory.config import Settings, load_settings
 from dory.errors import UsageError
@@ -178,12 +179,13 @@ def llm() -> Iterator[FakeLlm]:
 
 
 def with_llm(server: FakeLlm, **more: Any) -> dict[str, Any]:
-    """Settings overrides pointing [llm] at the fake server: short timeout, no retries."""
+    """Settings overrides pointing [llm] at the fake server: no retries, and a timeout that only bounds a
+    hang (a test about timeouts passes a short one, against a reply that never comes)."""
     return {
         "llm.backend": "openai",
         "llm.url": server.url,
         "llm.model": "fake-model",
-        "llm.timeout_s": 0.5,
+        "llm.timeout_s": DEADLINE_S,
         "llm.retries": 0,
         **more,
     }
@@ -525,13 +527,15 @@ def test_a_period_that_is_not_a_day_is_a_usage_error(make: MakeCorpus, period: s
     assert sorted(p.name for p in (c.root / "digests" / "daily").iterdir()) == [".gitkeep"]
 
 
-def tomorrow() -> str:
-    return (dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1)).isoformat()
+def day_to_come() -> str:
+    """A day still to come by the local calendar (which the period check uses), even if midnight passes
+    while the test runs: the day after tomorrow."""
+    return (dt.date.today() + dt.timedelta(days=2)).isoformat()
 
 
 def test_a_future_day_is_a_usage_error_that_writes_nothing_and_leaves_no_ledger_row(make: MakeCorpus) -> None:
     c = make()
-    day = tomorrow()
+    day = day_to_come()
     with pytest.raises(UsageError) as caught:
         c.run(day)
     assert caught.value.message == f"{day} has not happened yet"
@@ -613,7 +617,7 @@ def test_the_cli_runs_the_digest_and_maps_bad_periods_to_exit_code_2(
         code, body = dory("--corpus", str(root), "ops", "run", "daily-digest", "--period", period)
         assert (code, body["error"]["code"], body["error"]["message"]) == (2, "usage_error", message)
 
-    day = tomorrow()
+    day = day_to_come()
     code, body = dory("--corpus", str(root), "ops", "run", "daily-digest", "--period", day)
     assert code != 0 and f"{day} has not happened yet" in body["error"]["message"]
     assert not (root / "digests" / "daily" / f"{day}.md").exists()
@@ -788,7 +792,7 @@ EMPTY_OUTPUT = {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried
             EMPTY_OUTPUT,
         ),
         (
-            slow(3.0, then=ok(ALL_EMPTY)),
+            hang(),
             "LLM endpoint {endpoint} (model 'fake-model', task 'daily digest') timed out after 0.5 s; tried 1 times",
             BAD_OUTPUT,
         ),
@@ -805,7 +809,7 @@ EMPTY_OUTPUT = {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried
 def test_a_failed_model_answer_falls_back_to_the_extractive_digest(
     make: MakeCorpus, llm: FakeLlm, extractive_digest: bytes, reply: Reply, warning: str, counters: dict[str, int]
 ) -> None:
-    c = make(**with_llm(llm))
+    c = make(**with_llm(llm, **({"llm.timeout_s": 0.5} if reply.delay_s else {})))  # hang(): wait 0.5 s
     llm.script(reply)
     run = c.run()
     assert (run.status, run.outputs["method"], run.outputs["llm"]) == ("warning", "extractive", counters)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from pathlib import Path
 
 import pytest
+from support.waiting import DEADLINE_S
 
 from dory.corpus.paths import IgnoreRules
 from dory.errors import (
@@ -345,12 +347,15 @@ def test_every_content_error_is_unsafe_content_and_serialises() -> None:
 
 
 def test_large_text_scans_quickly() -> None:
-    import time
-
-    text = ("Ünïcödé prose about systems, prompts and previous versions. " * 4000) + "\n"
-    started = time.perf_counter()
-    assert scan_content(text, BIG) == []
-    assert time.perf_counter() - started < 3
+    """Not a speed test: a scan that backtracks (quadratic or worse) runs for many minutes on a megabyte,
+    which the deadline (that only bounds a hang) catches; a linear one takes about a second."""
+    text = ("Ünïcödé prose about systems, prompts and previous versions. " * 15_000) + "\n"
+    found: list[list[Problem]] = []
+    scan = threading.Thread(target=lambda: found.append(scan_content(text, 2 * BIG)), daemon=True)
+    scan.start()
+    scan.join(DEADLINE_S)
+    assert not scan.is_alive(), f"scanning {len(text)} characters did not finish within {DEADLINE_S:g} s"
+    assert found == [[]]
 
 
 # ---------------------------------------------------------------------------------------------

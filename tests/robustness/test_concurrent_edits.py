@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support.procs import waits_with_open
+from support.waiting import DEADLINE_S, wait_until
 
 from dory.config import load_settings
 from dory.index.lock import WriterLock
@@ -85,14 +87,19 @@ def test_reindex_during_rewrites_converges_to_a_fresh_full_index(tmp_path: Path,
     try:
         svc.reindex(ReindexRequest())
         rewriter.start()
-        deadline = time.monotonic() + 1.5
-        while time.monotonic() < deadline or len(runs) < 4:
-            runs.append(svc.reindex(ReindexRequest()))  # must never raise
+
+        def raced_enough() -> bool:
+            """A fixed amount of racing, however fast the machine: reindexes keep running (and must
+            never raise) until the rewriter has written 200 times, 8 reindexes ran and one saw a change."""
+            runs.append(svc.reindex(ReindexRequest()))
+            if rewriter.error is not None or not rewriter.is_alive():
+                return True  # reported below
+            return rewriter.writes >= 200 and len(runs) >= 8 and any(r.new + r.changed + r.deleted for r in runs)
+
+        wait_until(raced_enough, what="reindexes racing 200 rewrites")
         rewriter.stop.set()
-        rewriter.join(timeout=10)
-        assert rewriter.error is None, repr(rewriter.error)
-        assert rewriter.writes > 50, "the rewriter barely ran; the test proves nothing"
-        assert sum(r.new + r.changed + r.deleted for r in runs) > 0, "no reindex saw a change"
+        rewriter.join(DEADLINE_S)
+        assert not rewriter.is_alive() and rewriter.error is None, repr(rewriter.error)
         final = svc.reindex(ReindexRequest())
         incremental = snapshot(svc.store)
     finally:
@@ -154,7 +161,7 @@ def start_reindex(cmd: list[str], root: Path, env: dict[str, str], *args: str) -
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=DEADLINE_S)
     return proc.returncode, out, err
 
 
@@ -184,14 +191,31 @@ def test_reindex_while_another_process_holds_the_writer_lock_is_index_locked(dor
 
 def test_a_reindex_waits_for_the_lock_and_says_so(dory_cmd, tmp_path: Path, env) -> None:
     root = make_corpus(tmp_path, 3)
-    lock = WriterLock(root / ".dory" / "writer.lock").__enter__()
-    proc = start_reindex(dory_cmd, root, env, "--wait", "30")
-    time.sleep(1.0)
-    assert proc.poll() is None  # still waiting
-    lock.__exit__(None, None, None)
-    code, out, err = finish(proc)
-    assert code == 0, err
-    assert f"waiting for another Dory process (pid {os.getpid()}) to finish writing the index" in err
+    waiting = f"waiting for another Dory process (pid {os.getpid()}) to finish writing the index"
+    stderr = tmp_path / "reindex.err"
+    with WriterLock(root / ".dory" / "writer.lock"), stderr.open("w") as err_file:
+        # --wait far beyond any start-up time: the lock is released as soon as the CLI says it waits.
+        proc = subprocess.Popen(
+            [*dory_cmd, "--corpus", str(root), "reindex", "--json", "--wait", "600"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+        )
+        try:
+            wait_until(
+                lambda: waiting in stderr.read_text() or proc.poll() is not None,
+                what="the reindex to report that it waits for the writer lock",
+            )
+            assert proc.poll() is None, stderr.read_text()  # it said so while the lock was held, and waits
+        except BaseException:
+            proc.kill()
+            proc.wait(DEADLINE_S)
+            raise
+    out, _ = proc.communicate(timeout=DEADLINE_S)  # released: it goes on
+    err = stderr.read_text()
+    assert proc.returncode == 0, err
+    assert err.count(waiting) == 1
     assert json.loads(out)["new"] == 3
 
 
@@ -220,13 +244,6 @@ def test_two_simultaneous_reindexes_one_writes_the_other_is_locked_out_or_follow
     assert (after.changed, after.new, after.unchanged) == (0, 0, 200)
 
 
-def open_fds(pid: int) -> set[str]:
-    try:
-        return {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
-    except OSError:
-        return set()
-
-
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see when a process is waiting")
 def test_two_first_ever_reindexes_never_crash_on_schema_creation(dory_cmd, tmp_path: Path, env) -> None:
     """Writers queue on the writer lock before they open the database, so only one is ever inside the
@@ -238,13 +255,22 @@ def test_two_first_ever_reindexes_never_crash_on_schema_creation(dory_cmd, tmp_p
     blocker = sqlite3.connect(db, isolation_level=None)
     blocker.execute("PRAGMA journal_mode = WAL")
     blocker.execute("BEGIN IMMEDIATE")
+    lock = root / ".dory" / "writer.lock"
     procs = [start_reindex(dory_cmd, root, env), start_reindex(dory_cmd, root, env)]
+
+    def one_migrates_while_the_other_queues() -> bool:
+        if any(p.poll() is not None for p in procs):
+            return True  # one gave up or crashed: the assertion below shows it
+        holder = WriterLock.holder(lock)
+        inside = [p for p in procs if str(p.pid) == holder and waits_with_open(p.pid, db)]
+        queued = [p for p in procs if str(p.pid) != holder and waits_with_open(p.pid, lock)]
+        return bool(inside and queued)
+
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not any(str(db) in open_fds(p.pid) for p in procs):
-            time.sleep(0.05)
-        time.sleep(0.5)  # one is inside the migration, waiting for SQLite's write lock
-        assert all(p.poll() is None for p in procs)
+        # The lock holder waits with the database open (its migration needs SQLite's write lock, which
+        # the blocker holds) and the other waits with the writer lock open, for its turn.
+        wait_until(one_migrates_while_the_other_queues, what="one writer in the migration and one queued")
+        assert all(p.poll() is None for p in procs), [finish(p) for p in procs if p.poll() is not None]
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fake_llm import FakeLlm, Reply, Request, empty, malformed, ok, slow, status
+from support.fake_llm import FakeLlm, Reply, Request, empty, hang, malformed, ok, status
+from support.waiting import DEADLINE_S
 
 from dory.config import load_settings
 from dory.models import (
@@ -159,7 +160,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def make_service(template: Path, tmp_path: Path) -> Iterator[MakeService]:
     """make_service(llm=None, **overrides): a service over a fresh copy of the template corpus; with `llm`,
-    its dory.toml points [llm] at the fake server (0.3 s timeout, no retries)."""
+    its dory.toml points [llm] at the fake server (no retries; a timeout that only bounds a hang)."""
     services: list[DoryService] = []
 
     def build(llm: FakeLlm | None = None, **overrides: Any) -> DoryService:
@@ -167,7 +168,8 @@ def make_service(template: Path, tmp_path: Path) -> Iterator[MakeService]:
         shutil.copytree(template, root)
         if llm is not None:
             (root / "dory.toml").write_text(
-                f'[llm]\nbackend = "openai"\nurl = "{llm.url}"\nmodel = "fake-model"\ntimeout_s = 0.3\nretries = 0\n',
+                f'[llm]\nbackend = "openai"\nurl = "{llm.url}"\nmodel = "fake-model"\n'
+                f"timeout_s = {DEADLINE_S:g}\nretries = 0\n",
                 encoding="utf-8",
             )
         svc = DoryService(load_settings(root, {"embedder.backend": "none", **overrides}, env={}))
@@ -581,7 +583,7 @@ FAILURES = {
         {"attempted": 1, "produced": 0, "empty": 1, "failed": 1, "retried": 0},
     ),
     "timeout": (
-        slow(2.0, then=ok(GOOD_ANSWER)),
+        hang(),
         "LLM endpoint {endpoint} (model 'fake-model', task 'compaction') timed out after 0.3 s; tried 1 times",
         {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0},
     ),
@@ -593,6 +595,12 @@ FAILURES = {
 }
 
 
+def short_timeout_for_a_hang(svc: DoryService, reply: Reply) -> None:
+    """A reply that never comes ends only by the timeout: 0.3 s for the call that gets it."""
+    if reply.delay_s:
+        svc.settings.llm.timeout_s = 0.3
+
+
 @pytest.mark.parametrize("case", list(FAILURES))
 def test_a_failed_model_keeps_the_previous_summary_byte_for_byte(
     make_service: MakeService, llm: FakeLlm, case: str
@@ -601,6 +609,7 @@ def test_a_failed_model_keeps_the_previous_summary_byte_for_byte(
     svc = make_service(llm)
     llm.script(ok(GOOD_ANSWER), reply)
     assert compact(svc, retain=2).method == "llm"
+    short_timeout_for_a_hang(svc, reply)
     file = svc.settings.corpus / SUMMARY
     before = file.read_bytes()
     previous = before.decode()[before.decode().index(OPEN) :].rstrip("\n")
@@ -619,6 +628,7 @@ def test_a_failed_model_without_a_previous_summary_falls_back_to_extraction(
 ) -> None:
     reply, problem, counters = FAILURES[case]
     svc = make_service(llm)
+    short_timeout_for_a_hang(svc, reply)
     llm.script(reply)
     res = compact(svc, retain=2)
     assert res.method == "extractive"

@@ -6,8 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +14,9 @@ from dory.index.store import IndexStore
 from dory.models import DaemonStatus, ReindexRequest
 from dory.service import DoryService
 from dory.service.daemon_state import daemon_status
+from support.waiting import DEADLINE_S, wait_until  # wait_until is also imported from here
 
-STARTUP_S = 60.0
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    if not predicate():
-        raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+STARTUP_S = DEADLINE_S  # start-up may load the model and embed the corpus on a busy machine
 
 
 def daemon_env(lexical: bool = True, **settings: str) -> dict[str, str]:
@@ -68,7 +57,7 @@ class DaemonProcess:
     def status(self) -> DaemonStatus:
         return daemon_status(self.settings)
 
-    def wait_idle(self, timeout_s: float = 30.0) -> DaemonStatus:
+    def wait_idle(self, timeout_s: float = DEADLINE_S) -> DaemonStatus:
         """Until the daemon says it has nothing queued, written or embedded (and is the live one)."""
 
         def settled() -> bool:
@@ -81,7 +70,7 @@ class DaemonProcess:
         wait_until(settled, timeout_s, "the daemon to go idle")
         return self.status()
 
-    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> int:
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = DEADLINE_S) -> int:
         assert self.proc is not None
         self.proc.send_signal(sig)
         code = self.proc.wait(timeout_s)

@@ -3,10 +3,14 @@
     from support.fake_llm import FakeLlm, ok, slow, status
 
     with FakeLlm() as llm:
-        llm.script(status(500), ok({"title": "Tuesday"}), slow(2.0, then=ok({"title": "late"})))
-        client = LlmClient(llm.url, "fake-model", timeout_s=0.3)
+        llm.script(status(500), ok({"title": "Tuesday"}), hang())
+        client = LlmClient(llm.url, "fake-model", timeout_s=DEADLINE_S)
         client.complete_json("system", "user", schema, name="digest")   # 500, retried, then the object
         assert llm.requests[-1].body["messages"][1]["content"] == "user"
+
+Timeouts: a client that must get its answers gets a generous timeout (support.waiting.DEADLINE_S: on a
+busy machine even a local answer can take a while); only a test about timeouts uses a short one, against `hang()`,
+which never answers, so the timeout is the only way the call can end, however slow the machine.
 
 Every POST to /v1/chat/completions takes the next scripted `Reply`; when the script is used up the
 `default` answers (a Reply, or a function of the request returning one, or, when None, HTTP 500 saying
@@ -14,7 +18,7 @@ the script ran out). Every request is recorded in `requests`, including rejected
 GET /v1/models lists the one model. `FakeLlm(rejects_response_format=True)` answers HTTP 400 to any
 request carrying `response_format` without using up the script, like servers that do not support it.
 
-Replies: ok(obj_or_text), empty(), malformed(), slow(seconds, then=...), status(code, body), drop().
+Replies: ok(obj_or_text), empty(), malformed(), slow(seconds, then=...), hang(), status(code, body), drop().
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+NEVER_S = 24 * 3600.0  # a hang() reply's delay; shutting the server down ends it
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,11 @@ def slow(seconds: float, then: Reply | None = None) -> Reply:
         drop=base.drop,
         delay_s=seconds,
     )
+
+
+def hang() -> Reply:
+    """Never answer (the server closes the connection only when it shuts down): the client times out."""
+    return slow(NEVER_S)
 
 
 def status(code: int, body: Any = "") -> Reply:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support.waiting import DEADLINE_S
 
 from dory.config import IndexSettings, SearchSettings, load_settings
 
@@ -255,8 +256,9 @@ def test_json_stdout_is_one_document_even_with_a_progress_bar_on_the_terminal(do
         )
     finally:
         os.close(sub_fd)
-        reader.join(timeout=5)
+        reader.join(DEADLINE_S)  # reads to the end of what the finished command wrote
         os.close(main_fd)
+    assert not reader.is_alive()
     assert run.code == 0, run
     assert run.stdout.count("\n") == 1 and run.stdout.endswith("\n")
     assert run.json()["new"] == 120

@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from support.concurrency import parallel
 from support.fake_llm import FakeLlm, ok, status
+from support.waiting import DEADLINE_S
 
 from dory.surfaces.cli import cli
 
@@ -280,7 +281,7 @@ def test_compact_with_a_model_from_the_environment(dory, root: Path, session) ->
             "DORY_LLM_BACKEND": "openai",
             "DORY_LLM_URL": llm.url,
             "DORY_LLM_MODEL": "fake-model",
-            "DORY_LLM_TIMEOUT_S": "5",
+            "DORY_LLM_TIMEOUT_S": f"{DEADLINE_S:g}",  # only bounds a hang
             "DORY_LLM_RETRIES": "0",
         }
         llm.script(

@@ -11,12 +11,14 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.concurrency import parallel
+from support.procs import children, waits_with_open
+from support.waiting import wait_until
 
 FIXTURES = Path(__file__).parents[1] / "sessions" / "fixtures"
 CLAUDE_ID = "5b6f9a1e-2c3d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -597,13 +599,18 @@ def test_concurrent_ingests_of_one_session_lose_no_turn(run, root: Path, tmp_pat
 def test_first_open_of_the_session_index_waits_for_a_busy_database(dory, root: Path) -> None:
     state = root / ".dory"
     state.mkdir()
-    holder = sqlite3.connect(state / "sessions.sqlite", isolation_level=None)  # a fresh database, rollback journal
+    db = state / "sessions.sqlite"
+    holder = sqlite3.connect(db, isolation_level=None)  # a fresh database, rollback journal
     try:
         holder.execute("BEGIN IMMEDIATE")  # as a second process does while it creates the file
         holder.execute("CREATE TABLE creating (x)")
         with ThreadPoolExecutor(max_workers=1) as pool:
             listing = pool.submit(dory, "--corpus", str(root), "sessions", "list", "--json")
-            wait([listing], timeout=5)  # fails at once today; a fixed Dory waits for the lock...
+            # A broken Dory fails at once; a fixed one waits for the lock, asleep with the database open...
+            wait_until(
+                lambda: listing.done() or any(waits_with_open(pid, db) for pid in children()),
+                what="`dory sessions list` to wait for the busy database",
+            )
             holder.execute("ROLLBACK")  # ...and goes on once it is free
             result = listing.result()
     finally:

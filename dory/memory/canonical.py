@@ -51,6 +51,9 @@ Rules worth knowing (each one decided here, and tested):
   Top-level duplicate lines are dropped (indented continuation lines never are).
 - A decision's Status is `active` while any claim is active, `retired` when all have ended, and
   left alone when the entity has no claims at all (a fresh page is not "retired").
+
+Longer than ~400 lines: one page format (sections, marker, timeline) parsed and rendered by
+pure functions that must agree; to be split into parse and render once the format stops moving.
 """
 
 from __future__ import annotations

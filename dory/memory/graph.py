@@ -15,6 +15,9 @@ those whose text holds a new name, found with the FTS index). Mentions are there
 the corpus, whatever order notes and entity pages were indexed in.
 
 Backlinks are `neighbors` with direction "in" (the service sets it).
+
+Longer than ~400 lines: the link rows and every query over them share one schema; split
+when the graph grows another query family (the next split: queries apart from row writing).
 """
 
 from __future__ import annotations

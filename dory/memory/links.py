@@ -10,6 +10,9 @@ character at least as long; an unclosed fence runs to the end of the file) and i
 (matched by backtick count, within one line). Indented code blocks *are* scanned: telling them from
 indented list continuations needs a full markdown parse, and links inside them are rare. Fences are
 recognised at any indentation and inside blockquotes, since notes put them in list items.
+
+Longer than ~400 lines: link extraction (wikilinks, markdown links, mentions) shares one
+code mask and one name normaliser; splitting it would export those internals.
 """
 
 from __future__ import annotations

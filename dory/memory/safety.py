@@ -41,6 +41,9 @@ Path decisions (see `check_write_path`):
   folder is on the way.
 - A symlinked folder that leads to another folder inside the corpus is allowed (people organise
   notes that way); one that leads outside is not. The target itself may not be a symlink.
+
+Longer than ~400 lines: content scans and path checks; the prompt-injection filter is being
+rewritten (issue 15) and moves to a module of its own then.
 """
 
 from __future__ import annotations

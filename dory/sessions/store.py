@@ -4,6 +4,9 @@ Transcripts under `logs/sessions/` are indexed here, one row per message with it
 so recall can point at the turn that said something and raw transcripts never leak into durable
 answers. Ranking is BM25 over the message text, nudged towards recent sessions: between two equally
 good matches the newer one wins, but recency never lifts a weak match over a strong one by much.
+
+Longer than ~400 lines: every SQL statement of the session plane lives here on purpose (as
+index/store.py does for durable memory), so the schema has one reader and one writer.
 """
 
 from __future__ import annotations

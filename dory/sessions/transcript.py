@@ -56,6 +56,9 @@ the message, hand-attached sections included); `message_at_line` maps a search h
 Message ids are `m-` + the first 12 hex digits of sha256(session_id, role, time, text) joined by
 newlines, so importing the same source twice yields the same ids. The n-th (n ≥ 2) message of a session
 with the same role, time and text gets "\\n#n" added to the hashed text, keeping ids unique.
+
+Longer than ~400 lines: the transcript format's parser and renderer must round-trip
+exactly, and are kept side by side so a change to one is seen next to the other.
 """
 
 from __future__ import annotations

@@ -344,13 +344,13 @@ class SessionStore:
         if not len(ids):
             return []
         scores = matrix @ np.asarray(query, dtype=np.float32)
-        if scope != SessionScope():
-            where, params = _scope_sql(scope)
-            rows = self.conn.execute(
-                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params
-            ).fetchall()
-            keep = np.isin(ids, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
-            ids, scores = ids[keep], scores[keep]
+        # Always filtered, even with no scope: the scope's SQL is also what hides deleted sessions.
+        where, params = _scope_sql(scope)
+        rows = self.conn.execute(
+            f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_row WHERE {where}", params
+        ).fetchall()
+        keep = np.isin(ids, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
+        ids, scores = ids[keep], scores[keep]
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(ids[i]), float(scores[i])) for i in top]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dory.sessions.store import SessionScope, SessionStore
@@ -124,3 +125,24 @@ def test_a_newer_turn_beats_a_slightly_better_old_one(tmp_path: Path) -> None:
         )
     finally:
         sessions.close()
+
+
+def test_a_deleted_session_is_gone_from_vector_search_even_without_a_scope(tmp_path: Path) -> None:
+    """Deleted means gone from every read path: the vector side once skipped the filter when no
+    scope was given (issue 15, item 10)."""
+    sessions = SessionStore(tmp_path / "sessions.sqlite", "porter unicode61 remove_diacritics 2")
+    rel, session = transcript("s-gone", "codex", "2026-11-20", [("user", "my secret plan")])
+    session.status = "deleted"
+    keep_rel, kept = transcript("s-kept", "codex", "2026-11-20", [("user", "an ordinary plan")])
+    with sessions.conn:
+        sessions.upsert(rel, session, 100, 1, "sha256:x")
+        sessions.upsert(keep_rel, kept, 100, 1, "sha256:y")
+    pending = sessions.pending_vectors("fp", 10)
+    vectors = [(text_hash, np.ones(4, dtype=np.float32) / 2) for text_hash, _ in pending]
+    sessions.store_vectors("fp", vectors)
+    found = sessions.vector(np.ones(4, dtype=np.float32) / 2, "fp", SessionScope(), 10)
+    texts = {sessions.conn.execute("SELECT text FROM messages WHERE id = ?", (row,)).fetchone()[0] for row, _ in found}
+    assert any("ordinary" in t for t in texts) and not any("secret" in t for t in texts)
+    asked = sessions.vector(np.ones(4, dtype=np.float32) / 2, "fp", SessionScope(status="deleted"), 10)
+    assert len(asked) == 1  # found only when deleted sessions are asked for
+    sessions.close()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,17 +81,32 @@ def decode_note(data: bytes) -> str:
     return text
 
 
-def read_document(root: Path, rel: str, max_bytes: int) -> Document:
-    path = root / rel
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file, at most `max_bytes` (checked while reading, not only before).
+    A FIFO, socket or device is refused without blocking on it; FileNotFoundError passes through."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ReadProblem("too_large", f"{size} bytes is over the {max_bytes}-byte cap")
-        data = path.read_bytes()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadProblem("not_regular_file", "not a regular file (fifo, socket or device)")
+        if st.st_size > max_bytes:
+            raise ReadProblem("too_large", f"{st.st_size} bytes is over the {max_bytes}-byte cap")
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:  # grew while being read
+                raise ReadProblem("too_large", f"over the {max_bytes}-byte cap")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_document(root: Path, rel: str, max_bytes: int) -> Document:
+    try:
+        data = read_regular(root / rel, max_bytes)
     except OSError as exc:
         raise ReadProblem("unreadable", exc.strerror or str(exc)) from exc
-    if len(data) > max_bytes:  # grew between stat and read
-        raise ReadProblem("too_large", f"{len(data)} bytes is over the {max_bytes}-byte cap")
     if not data.strip():
         raise ReadProblem("empty", "empty file")
     return parse_document(rel, data)

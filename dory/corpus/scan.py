@@ -126,6 +126,11 @@ def _walk(
         return
     for entry in entries:
         rel = prefix + entry.name
+        if not _utf8(entry.name):
+            if is_note(entry.name) or entry.is_dir(follow_symlinks=False):
+                shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                result.skipped.append(Skip(shown, "name_not_utf8", "the name is not valid UTF-8; rename it"))
+            continue
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_link = entry.is_symlink()
@@ -182,6 +187,15 @@ def _follow_link(
 
 def _is_loop(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40
+
+
+def _utf8(name: str) -> bool:
+    """A name the index can store: file names are bytes, and not every byte string is UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _add_file(st: os.stat_result, rel: str, result: ScanResult) -> None:

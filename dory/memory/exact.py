@@ -21,7 +21,7 @@ from typing import Any
 
 from dory.config import Settings
 from dory.corpus.atomic import sha256_of
-from dory.corpus.document import Document, ReadProblem, parse_document
+from dory.corpus.document import Document, ReadProblem, parse_document, read_regular
 from dory.corpus.journal import FileChange, Journal
 from dory.corpus.paths import QUARANTINE_DIR, IgnoreRules
 from dory.errors import (
@@ -194,15 +194,15 @@ class ExactWriter:
 
 def read_bytes(root: Path, rel: str, max_bytes: int) -> bytes:
     """A note's bytes, read once: its hash and its parse must describe the same version."""
-    path = root / rel
     try:
-        if path.stat().st_size > max_bytes:
-            raise UnreadableFile(
-                f"{rel} is over the {max_bytes}-byte cap; edit it in an editor", path=rel, reason="too_large"
-            )
-        return path.read_bytes()
+        return read_regular(root / rel, max_bytes)
     except FileNotFoundError as exc:
         raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
+    except ReadProblem as problem:
+        hint = "edit it in an editor" if problem.reason == "too_large" else "Dory reads only regular files"
+        raise UnreadableFile(f"{rel}: {problem.detail}; {hint}", path=rel, reason=problem.reason) from problem
+    except OSError as exc:
+        raise UnreadableFile(f"{rel}: {exc.strerror or exc}", path=rel, reason="unreadable") from exc
 
 
 def read_note(root: Path, rel: str, max_bytes: int, data: bytes | None = None) -> Document:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import pydantic
 
-from dory.errors import DoryError, from_validation_error
+from dory.errors import DoryError, UsageError, from_validation_error
 
 if TYPE_CHECKING:
     from dory.service import DoryService
@@ -68,3 +68,19 @@ def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
         yield svc
     finally:
         svc.close()
+
+
+def read_input(source: str, limit: int, what: str) -> bytes:
+    """The bytes of a file named on the command line (`-` is stdin), at most `limit`: a device such
+    as /dev/zero or an endless pipe is cut off with a usage error instead of read without bound."""
+    try:
+        if source == "-":
+            raw = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(source, "rb") as handle:
+                raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {source}: {exc.strerror or exc}") from exc
+    if len(raw) > limit:
+        raise UsageError(f"{what} {source} is larger than {limit} bytes")
+    return raw

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import click
 
 from dory.errors import UsageError
 from dory.models import ContextPackRequest, MarkRequest, PackInput, RemindRequest, WakeRequest
+from dory.models.common import MAX_INGEST_BYTES
 from dory.surfaces import render
-from dory.surfaces.clikit import Result, command, service
+from dory.surfaces.clikit import Result, command, read_input, service
 
 
 @click.command()
@@ -93,10 +92,7 @@ def pack(
 
 
 def _read_messages(source: str) -> list[PackInput]:
-    try:
-        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read --messages {source}: {exc.strerror}") from exc
+    raw = read_input(source, MAX_INGEST_BYTES, "--messages")
     try:
         value = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -4,8 +4,6 @@ write memory or read its link graph. Each builds one request model and calls the
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -20,8 +18,9 @@ from dory.models import (
     ProposalStatus,
     WriteRequest,
 )
+from dory.models.common import MAX_REQUEST_CHARS
 from dory.surfaces import render
-from dory.surfaces.clikit import Result, command, service
+from dory.surfaces.clikit import Result, command, read_input, service
 
 
 def read_content(content: str | None, file: str | None) -> str:
@@ -30,7 +29,7 @@ def read_content(content: str | None, file: str | None) -> str:
         raise UsageError("give the text with --content TEXT or --file PATH (- for stdin)")
     if content is not None:
         return content
-    raw = sys.stdin.buffer.read() if file == "-" else Path(str(file)).read_bytes()
+    raw = read_input(str(file), MAX_REQUEST_CHARS, "--file")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,31 @@ def test_stale_proposal_exits_7(run, root: Path, tree_digest) -> None:
     error = failed(run("proposals", "apply", pid), 7, "stale_proposal")
     assert error["details"]["changed"] == ["page content"]
     assert notes() == before
+
+
+# -- hostile file types (issue 15, item 6) ------------------------------------------------------
+def test_get_of_a_fifo_named_like_a_note_is_refused_at_once(run, root: Path, tree_digest) -> None:
+    os.mkfifo(root / "notes" / "pipe.md")  # reading it would block forever
+    before = tree_digest(root)
+    error = failed(run("get", "notes/pipe.md"), 4, "unreadable_file")
+    assert error["details"]["reason"] == "not_regular_file"
+    assert tree_digest(root) == before
+
+
+def test_write_from_an_endless_device_is_cut_off_as_a_usage_error(run, root: Path, tree_digest) -> None:
+    before = tree_digest(root)
+    error = failed(run("write", "notes/z.md", "--kind", "create", "--file", "/dev/zero"), 2, "usage_error")
+    assert "larger than" in error["message"]
+    assert tree_digest(root) == before
+
+
+def test_reindex_skips_a_fifo_and_a_name_that_is_not_utf8_and_indexes_the_rest(run, root: Path) -> None:
+    os.mkfifo(root / "notes" / "pipe.md")
+    with open(os.fsencode(root / "notes") + b"/bad-\xff.md", "wb") as handle:  # a name that is not UTF-8
+        handle.write(b"# bad name\n\ntext\n")
+    result = run("reindex")
+    assert result.code == 0, result
+    skipped = {item["reason"]: item["path"] for item in result.json()["skipped"]}
+    assert skipped["not_regular_file"] == "notes/pipe.md"
+    assert skipped["name_not_utf8"].startswith("notes/bad-")
+    assert result.json()["new"] == 1  # the ordinary note

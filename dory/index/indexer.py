@@ -9,6 +9,8 @@ vector pass embeds only chunks whose content hash is not in the embedding cache.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,6 +23,8 @@ from dory.corpus.paths import IgnoreRules
 from dory.corpus.scan import FileStat, ScanResult, Skip, scan_corpus, scan_paths
 from dory.index.store import IndexedFile, IndexStore, now_iso
 from dory.index.vectors import VectorStore
+
+log = logging.getLogger("dory.index")
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); shared by both passes
 
@@ -151,7 +155,7 @@ class Indexer:
             with conn:
                 removed: list[int] = []
                 for action, item in work[start : start + batch]:
-                    removed += self._apply(action, item, docs, scan, report)
+                    removed += self._apply_one(action, item, docs, scan, report)
                 self.store.derived.finish()
                 if start + batch >= len(work):
                     self._finish(plan, scan)
@@ -159,6 +163,37 @@ class Indexer:
                 vectors.remove(np.asarray(removed, dtype=np.int64))
             progress("lexical", min(start + batch, len(work)), len(work))
         return report
+
+    def _apply_one(
+        self,
+        action: str,
+        item: str | tuple[str, str],
+        docs: dict[str, Document],
+        scan: ScanResult,
+        report: LexicalReport,
+    ) -> list[int]:
+        """One file's change inside the batch's transaction. A note that breaks the indexer in a way
+        nobody foresaw is undone alone (a savepoint), reported by path and reason, and the batch goes
+        on; a database error (a full or read-only disk, a lock) still stops the batch."""
+        conn = self.store.conn
+        conn.execute("SAVEPOINT one_file")
+        try:
+            removed = self._apply(action, item, docs, scan, report)
+        except sqlite3.OperationalError:
+            conn.execute("ROLLBACK TO one_file")
+            raise
+        except Exception as exc:
+            conn.execute("ROLLBACK TO one_file")
+            path = item[1] if isinstance(item, tuple) else item
+            st = scan.files.get(path)
+            detail = f"{type(exc).__name__}: {exc}"[:300]
+            report.plan.skipped.append(
+                Skip(path, "index_failed", detail, st.size if st else None, st.mtime_ns if st else None)
+            )
+            log.warning("indexing %s failed: %s", path, detail)
+            removed = []
+        conn.execute("RELEASE one_file")
+        return removed
 
     def _apply(
         self,

@@ -121,3 +121,24 @@ def test_empty_corpus_indexes_nothing_without_error(lexical_service) -> None:
     assert (res.new, res.deleted) == (0, 0)
     assert svc.search(SearchRequest(query="anything", mode="bm25")).hits == []
     assert svc.status().files_indexed == 0
+
+
+def test_a_note_that_breaks_the_indexer_is_skipped_alone_and_the_batch_goes_on(lexical_service, monkeypatch) -> None:
+    """Issue 15, item 5: an unforeseen failure on one note (here the chunker raising RecursionError,
+    as 5,000-deep structures once did) is undone by itself, reported, and never stops the batch."""
+    import dory.index.indexer as indexer
+
+    real = indexer.chunk_lines
+
+    def fragile(lines, *args, **kwargs):
+        if any("EXPLODE" in line for line in lines):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(lines, *args, **kwargs)
+
+    monkeypatch.setattr(indexer, "chunk_lines", fragile)
+    notes = {f"n{i}.md": f"# Note {i}\n\nquinces number {i}\n" for i in range(5)}
+    svc = lexical_service({**notes, "bad.md": "# Bad\n\nEXPLODE quinces\n"})
+    report = svc.reindex(ReindexRequest())
+    assert report.new == 6 and [(s.path, s.reason) for s in report.skipped] == [("bad.md", "index_failed")]
+    assert sorted(paths(svc, "quinces")) == sorted(notes)
+    assert [(s.path, s.reason) for s in svc.status().skipped] == [("bad.md", "index_failed")]

@@ -154,6 +154,9 @@ class CorpusWatcher:
     def handle(self, event: FileSystemEvent) -> None:
         if event.event_type in QUIET_EVENTS:
             return
+        raws = [event.src_path, *([event.dest_path] if event.dest_path else [])]
+        if all(self._in_ignored_folder(raw, event.is_directory) for raw in raws):
+            return  # Dory's own state folder (and .git, .obsidian, ...): not the corpus's events
         self.health.events_seen += 1
         self.health.last_event_at = now_iso()
         paths = [self._relevant(event.src_path, event.is_directory, event.event_type)]
@@ -163,6 +166,12 @@ class CorpusWatcher:
         if queued:
             self.health.paths_queued += len(queued)
             self.queue.add(queued)
+
+    def _in_ignored_folder(self, raw: bytes | str, is_dir: bool) -> bool:
+        """The path is an ignored folder, or lies in one (the state folder, .git, ...)."""
+        rel = os.path.relpath(os.fsdecode(raw), self.root).replace(os.sep, "/")
+        folder = rel if is_dir else rel.rpartition("/")[0]
+        return folder not in ("", ".") and not folder.startswith("..") and self.rules.ignores_path(folder, is_dir=True)
 
     def _relevant(self, raw: bytes | str, is_dir: bool, kind: str) -> str | None:
         path = os.fsdecode(raw)

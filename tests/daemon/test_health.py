@@ -83,3 +83,24 @@ def test_a_replaced_corpus_folder_is_re_armed(daemon: Daemon, tmp_path: Path) ->
     (root / "notes/new.md").write_text("# New\n\nquokka\n")
     assert daemon.watcher.check() is True
     wait_until(lambda: found(daemon, "quokka"), what="the new folder indexed")
+
+
+def test_writes_under_the_state_folder_are_not_counted_as_corpus_events(tmp_path: Path) -> None:
+    """Issue 15, item 8: the daemon's own writes under .dory/ (its state file twice a second, the
+    index, FAISS) were counted as watcher events, about 35,000 while idle."""
+    root = tmp_path / "corpus"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes/a.md").write_text("# A\n\nalpha\n")
+    settings = load_settings(root, {"embedder.backend": "none", "daemon.heartbeat_s": 3600}, env={})
+    running = Daemon(settings)
+    running.start()
+    try:
+        assert running.startup_done.wait(DEADLINE_S), "the start-up reconcile never finished"
+        before = running.watcher.health.events_seen
+        for n in range(50):  # as Dory's own writes under its state folder would
+            (settings.state_dir / f"scratch-{n}.tmp").write_text("x")
+        (root / "notes/b.md").write_text("# B\n\nbravo\n")
+        wait_until(lambda: found(running, "bravo"), DEADLINE_S, "the new note to be indexed")
+        assert running.watcher.health.events_seen - before < 20  # the note's few events, not the 100+ above
+    finally:
+        running.stop()

@@ -216,15 +216,18 @@ def repair_leftovers(folder: Path) -> list[str]:
     return report
 
 
+def is_leftover(name: str) -> bool:
+    """A temporary file name of a write whose process is gone."""
+    match = TEMP_NAME.match(name) if ".dory-" in name else None
+    return match is not None and not _pid_alive(int(match["pid"]))
+
+
 def leftovers(root: Path, skip: tuple[str, ...] = (".git",)) -> list[Path]:
-    """Temporary files of crashed writes (their process is gone) anywhere below `root`."""
+    """Temporary files of crashed writes anywhere below `root` (the state folder included)."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in skip]
-        for name in files:
-            match = TEMP_NAME.match(name)
-            if match is not None and not _pid_alive(int(match["pid"])):
-                found.append(Path(folder) / name)
+        found += [Path(folder) / name for name in files if is_leftover(name)]
     return found
 
 

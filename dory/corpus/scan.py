@@ -11,6 +11,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dory.corpus.atomic import is_leftover
 from dory.corpus.paths import IgnoreRules, is_note
 
 
@@ -40,6 +41,8 @@ class ScanResult:
     complete: bool = True
     # The corpus-relative roots a partial scan looked at (None: the whole corpus).
     scope: tuple[str, ...] | None = None
+    # Temporary files of crashed writes seen on the way (`status` reports them).
+    leftovers: list[str] = field(default_factory=list)
 
     def in_scope(self, path: str) -> bool:
         return self.scope is None or any(path == root or path.startswith(root + "/") for root in self.scope)
@@ -126,6 +129,9 @@ def _walk(
         return
     for entry in entries:
         rel = prefix + entry.name
+        if is_leftover(entry.name):
+            result.leftovers.append(rel)
+            continue
         if not _utf8(entry.name):
             if is_note(entry.name) or entry.is_dir(follow_symlinks=False):
                 shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,7 +156,8 @@ class Indexer:
             with conn:
                 removed: list[int] = []
                 for action, item in work[start : start + batch]:
-                    removed += self._apply_one(action, item, docs, scan, report)
+                    with self._alone(item, scan, plan):
+                        removed += self._apply(action, item, docs, scan, report)
                 self.store.derived.finish()
                 if start + batch >= len(work):
                     self._finish(plan, scan)
@@ -164,21 +166,15 @@ class Indexer:
             progress("lexical", min(start + batch, len(work)), len(work))
         return report
 
-    def _apply_one(
-        self,
-        action: str,
-        item: str | tuple[str, str],
-        docs: dict[str, Document],
-        scan: ScanResult,
-        report: LexicalReport,
-    ) -> list[int]:
+    @contextmanager
+    def _alone(self, item: str | tuple[str, str], scan: ScanResult, plan: Plan) -> Iterator[None]:
         """One file's change inside the batch's transaction. A note that breaks the indexer in a way
         nobody foresaw is undone alone (a savepoint), reported by path and reason, and the batch goes
         on; a database error (a full or read-only disk, a lock) still stops the batch."""
         conn = self.store.conn
         conn.execute("SAVEPOINT one_file")
         try:
-            removed = self._apply(action, item, docs, scan, report)
+            yield
         except sqlite3.OperationalError:
             conn.execute("ROLLBACK TO one_file")
             raise
@@ -187,13 +183,11 @@ class Indexer:
             path = item[1] if isinstance(item, tuple) else item
             st = scan.files.get(path)
             detail = f"{type(exc).__name__}: {exc}"[:300]
-            report.plan.skipped.append(
+            plan.skipped.append(
                 Skip(path, "index_failed", detail, st.size if st else None, st.mtime_ns if st else None)
             )
             log.warning("indexing %s failed: %s", path, detail)
-            removed = []
         conn.execute("RELEASE one_file")
-        return removed
 
     def _apply(
         self,

@@ -71,7 +71,7 @@ from dory.search.semantic import LiveVectors
 from dory.service import control
 from dory.service.context import ContextService
 from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
-from dory.service.owner import IndexOwner, local_ownership, reindex_response
+from dory.service.owner import IndexOwner, local_ownership
 from dory.service.resources import Resources
 from dory.service.session_deps import SessionDeps
 from dory.service.sessions import SessionService
@@ -285,10 +285,7 @@ class DoryService:
     ) -> ReindexResponse:
         started = time.monotonic()
         if req.plan_only:
-            with self.resources.existing_or_empty_store() as store:
-                indexer = self.owner.indexer(store)
-                plan, _ = indexer.plan(indexer.scan(), req.full)
-            return reindex_response(plan, started, planned=True)
+            return self.owner.plan(req.full)
         with suppress(DaemonNotRunning):  # the daemon owns the index: it does the work
             answer = control.call(self.settings, "reindex", req.model_dump(), DAEMON_WORK_DEADLINE_S)
             return ReindexResponse.model_validate(answer)

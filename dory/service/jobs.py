@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
@@ -27,7 +26,7 @@ from dory.models import (
     ReindexResponse,
 )
 from dory.service.daemon_state import daemon_status
-from dory.service.owner import IndexOwner, reindex_response
+from dory.service.owner import IndexOwner
 from dory.service.write_ops import WriteRunner
 
 T = TypeVar("T")
@@ -57,11 +56,7 @@ class ServiceJobAPI:
         return self.owner.resources.store()
 
     def plan_reindex(self) -> ReindexResponse:
-        started = time.monotonic()
-        with self.owner.resources.existing_or_empty_store() as store:
-            indexer = self.owner.indexer(store)
-            plan, _ = indexer.plan(indexer.scan(), False)
-        return reindex_response(plan, started, planned=True)
+        return self.owner.plan()
 
     def reconcile(self) -> ReindexResponse:
         def run() -> ReindexResponse:

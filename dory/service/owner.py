@@ -55,6 +55,14 @@ class IndexOwner:
         count = counter.count
         return Indexer(self.settings, store, lambda texts: [count(t) for t in texts], counter.identity)
 
+    def plan(self, full: bool = False) -> ReindexResponse:
+        """What a reindex would change; nothing is applied, and a corpus never indexed gets no index."""
+        started = time.monotonic()
+        with self.resources.existing_or_empty_store() as store:
+            indexer = self.indexer(store)
+            plan, _ = indexer.plan(indexer.scan(), full)
+        return reindex_response(plan, started, planned=True)
+
     def apply_changes(
         self,
         full: bool = False,

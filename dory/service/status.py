@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from dory.config import Settings
-from dory.corpus.atomic import leftovers
 from dory.corpus.paths import SESSIONS_ROOT, IgnoreRules
 from dory.corpus.scan import ScanResult, scan_paths
 from dory.errors import DoryError
@@ -61,7 +60,7 @@ class StatusReport:
             if model["problem"]:
                 warnings.append(model["problem"])
         daemon, jobs = self._daemon_and_jobs(warnings)
-        stray = len(leftovers(self.settings.corpus))
+        stray = len(scan.leftovers)
         if stray:
             warnings.append(
                 f"{stray} temporary files were left by crashed writes; the next `dory reindex` or daemon start "

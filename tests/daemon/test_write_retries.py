@@ -3,8 +3,9 @@
 Each round starts a real daemon, sends an exact append and a memory write through the real CLI,
 and kills the daemon: either at a precise crash point of the journal (the daemon's own DORY_FAULT
 hook: after a file is written, before the operation's receipt is recorded) or with kill -9 at a
-random moment. The CLI then finds no daemon and finishes the call itself under the writer lock,
-with the same request id: a write the daemon had already applied is answered from its receipt.
+moment picked at random among states of the writes (at once, once the append is on disk, once the
+memory is). The CLI then finds no daemon and finishes the call itself under the writer lock, with
+the same request id: a write the daemon had already applied is answered from its receipt.
 At the end every append and every memory event is on disk, and in the claim store, exactly once.
 """
 
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import random
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.daemon import DaemonProcess, daemon_env
+from support.waiting import DEADLINE_S, wait_until
 
 from dory.config import load_settings
 from dory.index.store import IndexStore
@@ -27,11 +28,29 @@ from dory.memory import claims
 # The suite runs 12 rounds (each crash point three times); `-m slow` runs the full 50.
 ROUNDS = [pytest.param(12, id="12-rounds"), pytest.param(50, id="50-rounds", marks=pytest.mark.slow)]
 # Crash points: after the append's note is written; after the memory write's first and second file.
-FAULTS = ["append:0", "memory-write:0", "memory-write:1", None]  # None: kill -9 at a random moment
+FAULTS = ["append:0", "memory-write:0", "memory-write:1", None]  # None: kill -9 (see KILL_MOMENTS)
 NOTES = {
     "people/ada-lovelace.md": "---\ntitle: Ada Lovelace\n---\n\n## Summary\n\nMathematician.\n",
     "logs/appends.md": "# Appends\n",
 }
+
+
+def at_once(root: Path, n: int) -> bool:
+    """the writes to be sent"""
+    return True
+
+
+def append_landed(root: Path, n: int) -> bool:
+    """the append to be on disk"""
+    return f"app{n}z" in (root / "logs/appends.md").read_text(encoding="utf-8")
+
+
+def memory_landed(root: Path, n: int) -> bool:
+    """the memory write's evidence to be on disk"""
+    return any(f"Ada fact {n}z" in p.read_text(encoding="utf-8") for p in (root / "sources").rglob("*.md"))
+
+
+KILL_MOMENTS = [at_once, append_landed, memory_landed]
 
 
 def start_cli(cmd: list[str], root: Path, *args: str) -> subprocess.Popen[str]:
@@ -62,8 +81,9 @@ def test_daemon_killed_mid_write_every_append_and_memory_event_lands_once(
             start_cli(dory_cmd, root, "write", "logs/appends.md", "--kind", "append", "--content", f"- app{n}z"),
             start_cli(dory_cmd, root, "memory-write", "Ada Lovelace", f"Ada fact {n}z", "--allow-canonical"),
         ]
-        if fault is None:
-            time.sleep(rng.uniform(0.0, 0.4))  # only picks the moment of the kill; nothing waits on it
+        if fault is None:  # kill -9 at a moment picked at random among states of the round's writes
+            moment = rng.choice(KILL_MOMENTS)
+            wait_until(lambda m=moment, n=n: m(root, n), DEADLINE_S, f"round {n}: {moment.__doc__}")
             daemon.kill9()
         else:  # the daemon kills itself at the crash point
             daemon.proc.wait(120)

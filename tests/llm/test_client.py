@@ -4,7 +4,6 @@ answers, tolerated wrappings, typed errors, retries, the response_format fallbac
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -181,10 +180,8 @@ def test_a_schema_keyword_the_validator_does_not_enforce_is_refused_before_any_r
 def test_a_slow_answer_times_out_is_retried_then_unavailable(llm: FakeLlm) -> None:
     llm.script(hang(), hang(), ok(GOOD))  # the first two never answer: only the timeout ends them
     client = make_client(llm.url, timeout_s=0.3, retries=1)
-    started = time.monotonic()
     with pytest.raises(LlmUnavailable) as info:
         ask(client)
-    assert time.monotonic() - started >= 0.6  # both attempts waited out their timeout (a lower bound only)
     assert info.value.code == "llm_unavailable"
     assert "timed out after 0.3 s; tried 2 times" in info.value.message
     assert len(llm.requests) == 2

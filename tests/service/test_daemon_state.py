@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -56,18 +55,17 @@ def test_another_writer_without_daemon(settings: Settings) -> None:
 
 
 def test_live_daemon(settings: Settings) -> None:
-    started = time.monotonic()
     write_state(settings.daemon_state_path, record())
     assert [p.name for p in settings.state_dir.iterdir()] == ["daemon.json"]  # no temp file left
     with WriterLock(settings.lock_path):
         status = daemon_status(settings)
-    took = time.monotonic() - started
     assert status.running and status.pid == os.getpid()
     assert status.idle and status.pending_paths == 2 and status.watcher == {"ok": True}
-    # Stamps are whole seconds (up to 1 s older than written) and ages are rounded to 0.1 s; whatever
-    # time this test took between writing and reading adds to them.
-    assert 100 <= status.uptime_s <= 101.1 + took
-    assert 1 <= status.heartbeat_age_s <= 2.1 + took
+    # Both ages grow with the time the test takes, so only their difference is checked: the stamps
+    # were written 99 s apart (whole seconds, ages rounded to 0.1 s).
+    assert status.uptime_s is not None and status.heartbeat_age_s is not None
+    assert 98 <= status.uptime_s - status.heartbeat_age_s <= 100
+    assert status.heartbeat_age_s >= 1
     assert status.note is None
 
 

@@ -105,6 +105,19 @@ class AlreadyExists(WriteConflict):
     code = "already_exists"
 
 
+class HashConflict(WriteConflict):
+    """The note's hash is not the one the caller read (`expected_hash`, or HTTP `If-Match`)."""
+
+    code = "hash_conflict"
+
+
+class ExpectedHashRequired(InvalidInput):
+    """Over HTTP, replace and forget must say which version they change (body or `If-Match`)."""
+
+    code = "expected_hash_required"
+    http_status = 428
+
+
 class StaleProposal(WriteConflict):
     """A proposal's target or subject changed since it was created; re-create it."""
 
@@ -133,6 +146,7 @@ class UnsafeContent(InvalidInput):
     """Content failed a safety check; subclasses name which one. `soft` writes quarantine it."""
 
     code = "unsafe_content"
+    http_status = 422
 
 
 class ContentTooLarge(UnsafeContent):
@@ -298,6 +312,41 @@ class DaemonTimeout(BackendUnavailable):
 
 class DaemonAlreadyRunning(IndexLocked):
     code = "daemon_already_running"
+
+
+class IndexBehind(BackendUnavailable):
+    """A read asked for an index generation that was not reached before its deadline;
+    `details.generation` is the current one."""
+
+    code = "index_behind"
+
+
+class Unauthorized(DoryError):
+    """No bearer token, or one that is unknown, revoked or expired."""
+
+    code = "unauthorized"
+    http_status = 401
+    exit_code = 9
+
+
+class Forbidden(Unauthorized):
+    """A valid token without the scope this operation needs."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class RequestTooLarge(InvalidInput):
+    code = "request_too_large"
+    http_status = 413
+
+
+class RateLimited(DoryError):
+    """Too many requests for this token; `details.retry_after_s` says when to try again."""
+
+    code = "rate_limited"
+    http_status = 429
+    exit_code = 10
 
 
 def error_classes() -> list[type[DoryError]]:

@@ -44,13 +44,13 @@ TABLE = {
     "UnreadableFile": ("unreadable_file", 400, 4),
     "BrokenFrontmatter": ("broken_frontmatter", 400, 4),
     "InvalidFrontmatter": ("invalid_frontmatter", 400, 4),
-    "UnsafeContent": ("unsafe_content", 400, 4),
+    "UnsafeContent": ("unsafe_content", 422, 4),
     "ContentTooLarge": ("content_too_large", 413, 4),
-    "InvisibleCharacters": ("invisible_characters", 400, 4),
-    "BidiControl": ("bidi_control", 400, 4),
-    "TagCharacters": ("tag_characters", 400, 4),
-    "ControlCharacters": ("control_characters", 400, 4),
-    "PromptInjection": ("prompt_injection", 400, 4),
+    "InvisibleCharacters": ("invisible_characters", 422, 4),
+    "BidiControl": ("bidi_control", 422, 4),
+    "TagCharacters": ("tag_characters", 422, 4),
+    "ControlCharacters": ("control_characters", 422, 4),
+    "PromptInjection": ("prompt_injection", 422, 4),
     "CanonicalWriteRefused": ("canonical_target", 403, 4),
     "AmbiguousSubject": ("ambiguous_subject", 400, 4),
     "BackendUnavailable": ("backend_unavailable", 503, 5),
@@ -70,6 +70,13 @@ TABLE = {
     "WriteConflict": ("conflict", 409, 7),
     "AlreadyExists": ("already_exists", 409, 7),
     "StaleProposal": ("stale_proposal", 409, 7),
+    "HashConflict": ("hash_conflict", 409, 7),
+    "ExpectedHashRequired": ("expected_hash_required", 428, 4),
+    "IndexBehind": ("index_behind", 503, 5),
+    "Unauthorized": ("unauthorized", 401, 9),
+    "Forbidden": ("forbidden", 403, 9),
+    "RequestTooLarge": ("request_too_large", 413, 4),
+    "RateLimited": ("rate_limited", 429, 10),
     "JobFailed": ("job_failed", 500, 1),
 }
 
@@ -86,7 +93,7 @@ def test_every_error_has_a_unique_code_and_an_http_error_status() -> None:
     for cls in classes:
         assert isinstance(cls.code, str) and cls.code.isascii() and cls.code == cls.code.lower(), cls
         assert 400 <= cls.http_status <= 599, cls
-        assert cls.exit_code in range(1, 9), cls
+        assert cls.exit_code in range(1, 11), cls
 
 
 def test_codes_statuses_and_exit_codes_are_the_published_table() -> None:

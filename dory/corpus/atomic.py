@@ -24,7 +24,7 @@ import secrets
 from pathlib import Path
 
 from dory.corpus.faults import crash_point
-from dory.errors import AlreadyExists, WriteConflict
+from dory.errors import AlreadyExists, HashConflict
 
 # `.<name>.dory-<new|old>-<pid>-<8 hex>.tmp`: a write's temporary file, beside its target.
 TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.dory-(?P<tag>new|old)-(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
@@ -128,7 +128,7 @@ def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
     The current file is first renamed aside, so an editor saving from here on creates a new file
     instead of being overwritten; the check runs on the file set aside; the new content is then
     linked in only if nothing appeared at the path meanwhile, and the set-aside file is checked
-    once more for an editor that wrote into it in place. Any disagreement is a WriteConflict
+    once more for an editor that wrote into it in place. Any disagreement is a HashConflict
     carrying the hash now on disk, and the person's version is what stays.
     """
     new = _write_temp(path, data)
@@ -138,19 +138,19 @@ def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
         try:
             os.rename(path, aside)
         except FileNotFoundError as exc:
-            raise WriteConflict(f"{path.name} was deleted meanwhile", current_hash=None) from exc
+            raise HashConflict(f"{path.name} was deleted meanwhile", current_hash=None) from exc
         crash_point("swap.aside")
         _check_aside(path, aside, expected_hash)
         try:
             _link_into_place(new, path, data)
             crash_point("swap.linked")
         except AlreadyExists as exc:
-            raise WriteConflict(
+            raise HashConflict(
                 f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path)
             ) from exc
         if file_hash(aside) != expected_hash:  # written in place while we swapped: theirs wins
             os.replace(aside, path)
-            raise WriteConflict(f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path))
+            raise HashConflict(f"{path.name} was saved by someone else meanwhile", current_hash=file_hash(path))
         aside.unlink()
         fsync_dir(path.parent)
     finally:
@@ -162,7 +162,7 @@ def _check_aside(path: Path, aside: Path, expected_hash: str) -> None:
     current = file_hash(aside)
     if current != expected_hash:
         _restore(path, aside)
-        raise WriteConflict(
+        raise HashConflict(
             f"{path.name} changed: expected {expected_hash}, found {current}",
             current_hash=file_hash(path) or current,
             expected_hash=expected_hash,

@@ -33,7 +33,7 @@ from dory.corpus.atomic import (
     write_atomic,
 )
 from dory.corpus.faults import crash_point
-from dory.errors import WriteConflict, storage_error
+from dory.errors import HashConflict, WriteConflict, storage_error
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class Journal:
             if change.before_hash is not None:
                 before = (self.corpus / change.path).read_bytes() if (self.corpus / change.path).exists() else b""
                 if sha256_of(before) != change.before_hash:
-                    raise WriteConflict(
+                    raise HashConflict(
                         f"{change.path} changed before it could be written",
                         path=change.path,
                         current_hash=file_hash(self.corpus / change.path),

@@ -36,7 +36,7 @@ from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS
 from dory.jobs.runner import JobRunner
 from dory.jobs.schedule import local_zone
-from dory.models import JobRunRequest, ReindexRequest
+from dory.models import JobRun, JobRunRequest, ReindexRequest, ReindexResponse
 from dory.service import DoryService
 from dory.service.control import socket_path
 from dory.service.daemon_state import daemon_status, write_state
@@ -89,6 +89,7 @@ class Daemon:
         if interrupted:
             log.warning("%d job runs were interrupted by a crash; they will run again", interrupted)
         self._runner = JobRunner(self.settings, self._ledger, self.service.job_api(self.writer.owned))
+        self.service.in_process_owner = self  # this process's own callers (HTTP) skip the socket
         self._control = control.ControlServer(socket_path(self.settings), self._handlers())
         self._control.start()
         self.watcher.start()
@@ -201,22 +202,28 @@ class Daemon:
         }
 
     def _reindex(self, args: dict[str, Any]) -> dict[str, Any]:
-        req = ReindexRequest.model_validate(args)
-        report = self.writer.call(lambda: self.writer.reconcile_now(req.full))
-        report.warnings.append("run by the daemon: vectors are embedded in the background (see `dory status`)")
-        return report.model_dump()
+        return self.reindex(ReindexRequest.model_validate(args)).model_dump()
 
     def _write(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A write by another process, made on the writer thread like every index change. The
-        request id makes a retry safe: a call already applied is answered from its receipt."""
-        call = WriterCall.model_validate(args)
-        return self.writer.owned(lambda: self.service.run_call(call))
+        return self.write(WriterCall.model_validate(args))
 
     def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
-        req = JobRunRequest.model_validate(args)
+        return self.run_job(JobRunRequest.model_validate(args)).model_dump()
+
+    # -- the owner, for this process's service (dory.service.writes.InProcessOwner) ------------
+    def reindex(self, req: ReindexRequest) -> ReindexResponse:
+        report = self.writer.call(lambda: self.writer.reconcile_now(req.full))
+        report.warnings.append("run by the daemon: vectors are embedded in the background (see `dory status`)")
+        return report
+
+    def write(self, call: WriterCall) -> dict[str, Any]:
+        """A write, made on the writer thread like every index change. The request id makes a retry
+        safe: a call already applied is answered from its receipt."""
+        return self.writer.owned(lambda: self.service.run_call(call))
+
+    def run_job(self, req: JobRunRequest) -> JobRun:
         assert self._runner is not None
-        run = self._runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run, fix=req.fix)
-        return run.model_dump()
+        return self._runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run, fix=req.fix)
 
     # -- the public record -------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

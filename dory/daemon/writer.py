@@ -110,6 +110,8 @@ class IndexWriter:
             self.changed_outside()
             return result
 
+        if threading.current_thread() is self._thread:  # already the writer (a job's nested write)
+            return task()
         return self.call(task)
 
     def request_reconcile(self, reason: str) -> None:

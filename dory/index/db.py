@@ -271,3 +271,18 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value)
     )
+
+
+def generation(conn: sqlite3.Connection) -> int:
+    """The index generation: a counter the owner raises after each committed change of the index.
+    A reader that sees generation N sees every change made up to it (see `bump_generation`)."""
+    return int(get_meta(conn, "generation") or 0)
+
+
+def bump_generation(conn: sqlite3.Connection) -> int:
+    """Raise the generation, in its own transaction after the change it marks was committed, so the
+    new number is never visible before the rows it stands for. Owner only (one writer)."""
+    with conn:
+        value = generation(conn) + 1
+        set_meta(conn, "generation", str(value))
+    return value

@@ -27,6 +27,7 @@ from dory.corpus.paths import QUARANTINE_DIR, IgnoreRules
 from dory.errors import (
     AlreadyExists,
     BrokenFrontmatter,
+    HashConflict,
     InvalidFrontmatter,
     NotFound,
     UnreadableFile,
@@ -106,7 +107,7 @@ class ExactWriter:
         data = read_bytes(self.root, rel, self.settings.index.max_file_bytes)
         # The hash decides first: a file caught half-saved by an editor is a conflict, not an error.
         if sha256_of(data) != req.expected_hash:
-            raise WriteConflict(
+            raise HashConflict(
                 f"{rel} changed since it was read: expected {req.expected_hash}, found {sha256_of(data)}",
                 path=rel,
                 current_hash=sha256_of(data),
@@ -125,7 +126,7 @@ class ExactWriter:
             raise NotFound(f"no such file in the corpus: {rel}", path=rel)
         doc = self._editable(rel)
         if req.expected_hash and doc.sha256 != req.expected_hash:
-            raise WriteConflict(
+            raise HashConflict(
                 f"{rel} changed since it was read", path=rel, current_hash=doc.sha256, expected_hash=req.expected_hash
             )
         if doc.frontmatter.get("status") == "superseded" or doc.frontmatter.get("superseded_by"):

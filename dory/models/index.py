@@ -23,6 +23,7 @@ class StatusResponse(_Model):
     vectors: int
     vectors_pending: int
     pending_changes: int
+    generation: int = Field(0, description="raised by every change of the index; writes return the one holding them")
     embedder: str
     fingerprint: dict[str, object] | None
     fingerprint_matches: bool
@@ -64,6 +65,7 @@ class ReindexResponse(_Model):
     sessions_deleted: int = 0
     session_vectors_embedded: int = 0
     planned_paths: dict[str, list[str]] | None = None
+    generation: int = Field(0, description="the index generation that holds this change (see `status`)")
     warnings: list[str] = Field(default_factory=list)
 
 

@@ -47,6 +47,7 @@ class MemoryWriteResponse(_Model):
     ended_claims: list[str] = Field(default_factory=list, description="claims superseded or retired")
     files: list[str] = Field(default_factory=list)
     indexed: bool = False
+    generation: int | None = Field(None, description="the index generation that holds this write (None: dry run)")
     preview: str | None = Field(None, description="dry run: the page as it would be rendered")
     quarantine: str | None = None
     reason: str | None = None

@@ -53,6 +53,7 @@ class WriteResponse(_Model):
     bytes: int
     files: list[str] = Field(description="every file the write changes")
     indexed: bool = False
+    generation: int | None = Field(None, description="the index generation that holds this write (None: dry run)")
     preview: str | None = Field(None, description="dry run: the content that would be written")
     tombstone: str | None = None
     quarantine: str | None = None

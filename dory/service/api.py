@@ -70,6 +70,7 @@ from dory.search.recall_log import record_quietly
 from dory.search.semantic import LiveVectors
 from dory.service import control
 from dory.service.context import ContextService
+from dory.service.freshness import current_generation, wait_for_generation
 from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
 from dory.service.owner import IndexOwner, local_ownership
 from dory.service.resources import Resources
@@ -82,6 +83,7 @@ from dory.service.writes import (
     RESPONSES,
     ExactWriteOp,
     IndexPathsOp,
+    InProcessOwner,
     MemoryWriteOp,
     ProposalApplyOp,
     WriterCall,
@@ -108,6 +110,8 @@ class DoryService:
         deps = SessionDeps(settings, self.resources, self.index_paths, self.proposal_create, self.wake)
         self.sessions = SessionService(deps)
         self.context = ContextService(deps)
+        # Set by a daemon in this process (`dory serve`): changes go straight to its writer thread.
+        self.in_process_owner: InProcessOwner | None = None
 
     @property
     def store(self) -> IndexStore:
@@ -121,6 +125,15 @@ class DoryService:
 
     def close(self) -> None:
         self.resources.close()
+
+    # -- freshness ---------------------------------------------------------------------------
+    def generation(self) -> int:
+        """The index generation this thread sees now (see freshness.py)."""
+        return current_generation(self.settings, self.resources)
+
+    def wait_for_generation(self, minimum: int, timeout_s: float) -> int:
+        """Wait until the index holds generation `minimum` (a write's answer); IndexBehind after the deadline."""
+        return wait_for_generation(self.settings, self.resources, minimum, timeout_s)
 
     # -- search and reads --------------------------------------------------------------------
     def search(self, req: SearchRequest) -> SearchResponse:
@@ -231,6 +244,8 @@ class DoryService:
         socket, with a deadline), else here under the writer lock. The answer is validated against
         the operation's response model before it is returned."""
         call = new_call(operation, request_id)
+        if self.in_process_owner is not None:
+            return self._checked(call, self.in_process_owner.write(call))
         with suppress(DaemonNotRunning):
             return self._checked(call, send_to_daemon(self.settings, call))
         with local_ownership(self.owner, WRITE_LOCK_WAIT_S):
@@ -286,6 +301,8 @@ class DoryService:
         started = time.monotonic()
         if req.plan_only:
             return self.owner.plan(req.full)
+        if self.in_process_owner is not None:
+            return self.in_process_owner.reindex(req)
         with suppress(DaemonNotRunning):  # the daemon owns the index: it does the work
             answer = control.call(self.settings, "reindex", req.model_dump(), DAEMON_WORK_DEADLINE_S)
             return ReindexResponse.model_validate(answer)
@@ -323,6 +340,8 @@ class DoryService:
 
     def _run_job(self, req: JobRunRequest) -> JobRun:
         get_job(req.job)
+        if self.in_process_owner is not None:
+            return self.in_process_owner.run_job(req)
         with suppress(DaemonNotRunning):
             answer = control.call(self.settings, "run_job", req.model_dump(), DAEMON_WORK_DEADLINE_S)
             return JobRun.model_validate(answer)

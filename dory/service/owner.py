@@ -87,7 +87,18 @@ class IndexOwner:
         )
         response.sessions_indexed, response.sessions_deleted = len(sessions.indexed), len(sessions.deleted)
         response.skipped += [SkippedFile(path=s.path, reason=s.reason, detail=s.detail) for s in sessions.skipped]
+        response.generation = self._next_generation(store, response)
         return response
+
+    def _next_generation(self, store: IndexStore, report: ReindexResponse) -> int:
+        """Raise the index generation when the index changed, and wake readers waiting for it."""
+        changed = report.new + report.changed + report.renamed + report.deleted
+        if not (changed or report.sessions_indexed or report.sessions_deleted):
+            return db.generation(store.conn)
+        value = db.bump_generation(store.conn)
+        with self.resources.generation_changed:
+            self.resources.generation_changed.notify_all()
+        return value
 
     def index_paths(self, paths: list[str]) -> ReindexResponse:
         """Bring just these notes into the index now (a loaded FAISS store follows removals)."""

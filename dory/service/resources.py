@@ -82,6 +82,9 @@ class Resources:
         self._owning = 0  # > 0 while this process owns the index (a daemon, or a write under the lock)
         # Set when the FAISS file was missing, damaged or behind SQLite and was rebuilt in memory.
         self.vectors_repaired = False
+        # Notified when this process's owner raised the index generation (readers waiting for a
+        # generation also poll, for owners in other processes).
+        self.generation_changed = threading.Condition()
 
     # -- connections -------------------------------------------------------------------------
     def store(self) -> IndexStore:

@@ -9,6 +9,7 @@ from dory.config import Settings
 from dory.corpus.paths import SESSIONS_ROOT, IgnoreRules
 from dory.corpus.scan import ScanResult, scan_paths
 from dory.errors import DoryError
+from dory.index import db
 from dory.index.embedders.base import fingerprint_key
 from dory.index.embedders.model_files import model_status
 from dory.index.store import IndexStore
@@ -98,6 +99,7 @@ class StatusReport:
             vectors=counts["vectors"],
             vectors_pending=counts["chunks"] - counts["vectors"],
             pending_changes=pending,
+            generation=db.generation(store.conn),
             embedder=embedder_name,
             fingerprint=fingerprint,
             fingerprint_matches=matches,

@@ -46,7 +46,7 @@ class WriteRunner:
 
     def exact(self, req: WriteRequest, rid: str) -> dict[str, Any]:
         plan = ExactWriter(self.settings, self.owner.journal(rid)).write(req)
-        self.owner.index_paths(plan.response.files)
+        plan.response.generation = self.owner.index_paths(plan.response.files).generation
         plan.response.indexed = plan.response.action != "quarantined"  # quarantine is never indexed
         return plan.response.model_dump(mode="json")
 
@@ -59,7 +59,7 @@ class WriteRunner:
             return MemoryWriteResponse.model_validate(done)
         response = self.semantic_writer(rid).write(req).response
         if response.files:
-            self.owner.index_paths(response.files)
+            response.generation = self.owner.index_paths(response.files).generation
             response.indexed = response.action != "quarantined"
         return response
 

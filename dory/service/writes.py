@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -19,10 +19,13 @@ from dory.config import Settings
 from dory.errors import DaemonTimeout
 from dory.models import (
     IndexPathsRequest,
+    JobRun,
+    JobRunRequest,
     MemoryWriteRequest,
     MemoryWriteResponse,
     Proposal,
     ProposalDecision,
+    ReindexRequest,
     ReindexResponse,
     WriteRequest,
     WriteResponse,
@@ -70,6 +73,17 @@ class WriterCall(BaseModel):
     request_id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=8, max_length=64)
     deadline_s: float = Field(WRITE_DEADLINE_S, gt=0, le=3600)
     operation: WriterOp
+
+
+class InProcessOwner(Protocol):
+    """The index's owner running in this very process (the daemon behind `dory serve`): a service
+    in that process hands it writes, reindexes and job runs directly, not over the control socket."""
+
+    def write(self, call: WriterCall) -> dict[str, Any]: ...
+
+    def reindex(self, req: ReindexRequest) -> ReindexResponse: ...
+
+    def run_job(self, req: JobRunRequest) -> JobRun: ...
 
 
 def new_call(operation: WriterOp, request_id: str | None = None, deadline_s: float = WRITE_DEADLINE_S) -> WriterCall:

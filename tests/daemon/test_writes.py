@@ -134,7 +134,7 @@ def test_exact_write_conflict_through_the_daemon(tmp_path: Path, daemon_factory:
     code, body, _ = daemon.cli(
         "write", "notes/a.md", "--kind", "replace", "--expected-hash", got["hash"], "--content", "agent text"
     )
-    assert code == 7 and body["error"]["code"] == "conflict"
+    assert code == 7 and body["error"]["code"] == "hash_conflict"
     assert (root / "notes/a.md").read_text() == "# A\n\nchanged by a person\n"
     code, body, _ = daemon.cli("write", "notes/b.md", "--content", "# B\n\nzebra crossing")
     assert code == 0 and body["indexed"]

@@ -335,7 +335,7 @@ def test_replace_needs_expected_hash(build: Build) -> None:
 
 def test_replace_with_a_wrong_hash_is_a_conflict_carrying_the_current_hash(build: Build) -> None:
     svc = build({PLAIN: PLAIN_TEXT})
-    err = refused(svc, "conflict", path=PLAIN, kind="replace", content="new", expected_hash=sha(b"something else"))
+    err = refused(svc, "hash_conflict", path=PLAIN, kind="replace", content="new", expected_hash=sha(b"something else"))
     assert err.details["current_hash"] == sha(PLAIN_TEXT.encode())
 
 
@@ -430,7 +430,7 @@ def test_forgetting_twice_is_a_conflict(build: Build) -> None:
 
 def test_forget_with_a_stale_expected_hash_is_a_conflict(build: Build) -> None:
     svc = build({PLAIN: PLAIN_TEXT})
-    err = refused(svc, "conflict", path=PLAIN, kind="forget", reason="x", expected_hash=sha(b"old"))
+    err = refused(svc, "hash_conflict", path=PLAIN, kind="forget", reason="x", expected_hash=sha(b"old"))
     assert err.details["current_hash"] == sha(PLAIN_TEXT.encode())
 
 

@@ -70,7 +70,7 @@ def test_hostile_writes_exit_with_their_code_and_change_nothing(
 def test_replace_with_a_stale_hash_exits_7_with_the_current_hash(run, root: Path, tree_digest) -> None:
     before = tree_digest(root)
     error = failed(
-        run("write", NOTE, "--kind", "replace", "--content", "new", "--expected-hash", sha(b"old")), 7, "conflict"
+        run("write", NOTE, "--kind", "replace", "--content", "new", "--expected-hash", sha(b"old")), 7, "hash_conflict"
     )
     assert error["details"]["current_hash"] == sha(NOTE_TEXT.encode())
     assert tree_digest(root) == before

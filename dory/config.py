@@ -170,6 +170,19 @@ class DigestSettings(_Section):
     recall_min_queries: int = Field(3, ge=2, le=1000)
 
 
+class HttpSettings(_Section):
+    """`dory serve`: the HTTP surface (SPEC §9)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # larger requests are 413 request_too_large
+    deadline_s: float = Field(60.0, gt=0, le=3600)  # a request still running after this is 504
+    expensive_concurrency: int = Field(2, ge=1, le=64)  # searches with vectors, eval, jobs at once
+    rate_per_minute: int = Field(1200, ge=0)  # per token; 0 turns the limit off
+    metrics_open: bool = False  # /metrics without a token (for a local Prometheus)
+    min_generation_wait_s: float = Field(10.0, ge=0, le=60)  # how long a read waits for its generation
+
+
 class Settings(_Section):
     corpus: Path
     state_dir: Path
@@ -183,6 +196,7 @@ class Settings(_Section):
     wake: WakeSettings = Field(default_factory=WakeSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     digest: DigestSettings = Field(default_factory=DigestSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
 
     @property
     def db_path(self) -> Path:
@@ -217,6 +231,10 @@ class Settings(_Section):
         return self.state_dir / "jobs.sqlite"
 
     @property
+    def tokens_path(self) -> Path:
+        return self.state_dir / "tokens.json"
+
+    @property
     def daemon_state_path(self) -> Path:
         return self.state_dir / "daemon.json"
 
@@ -232,6 +250,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "wake": WakeSettings,
     "context": ContextSettings,
     "digest": DigestSettings,
+    "http": HttpSettings,
 }
 
 

@@ -321,6 +321,14 @@ class IndexBehind(BackendUnavailable):
     code = "index_behind"
 
 
+class DeadlineExceeded(BackendUnavailable):
+    """A request ran past its deadline. A write may still complete: send it again with the same
+    idempotency key (request id) to get its answer."""
+
+    code = "deadline_exceeded"
+    http_status = 504
+
+
 class Unauthorized(DoryError):
     """No bearer token, or one that is unknown, revoked or expired."""
 

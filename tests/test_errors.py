@@ -73,6 +73,7 @@ TABLE = {
     "HashConflict": ("hash_conflict", 409, 7),
     "ExpectedHashRequired": ("expected_hash_required", 428, 4),
     "IndexBehind": ("index_behind", 503, 5),
+    "DeadlineExceeded": ("deadline_exceeded", 504, 5),
     "Unauthorized": ("unauthorized", 401, 9),
     "Forbidden": ("forbidden", 403, 9),
     "RequestTooLarge": ("request_too_large", 413, 4),

@@ -66,19 +66,19 @@ def _temp_beside(path: Path, tag: str) -> Path:
     return path.parent / f".{path.name}.dory-{tag}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
 
 
-def _write_temp(path: Path, data: bytes) -> Path:
+def _write_temp(path: Path, data: bytes, mode: int = 0o666) -> Path:
     tmp = _temp_beside(path, "new")
-    with open(tmp, "xb") as handle:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     return tmp
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Create or overwrite `path` in one step."""
+def write_atomic(path: Path, data: bytes, mode: int = 0o666) -> None:
+    """Create or overwrite `path` in one step (a new file gets `mode`, less the umask)."""
     make_dirs(path.parent)
-    tmp = _write_temp(path, data)
+    tmp = _write_temp(path, data, mode)
     try:
         crash_point("atomic.temp-written")
         os.replace(tmp, path)

@@ -65,6 +65,10 @@ class EmbedWorker:
     def wake(self) -> None:
         self._wake.set()
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def _loop(self) -> None:
         settings = self.service.settings
         reader = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)

@@ -64,6 +64,7 @@ class Daemon:
             settings.corpus, IgnoreRules(settings.index.ignore), self.changes, self.writer.request_reconcile
         )
         self.started_at: str | None = None
+        self.http_url: str | None = None  # set by `dory serve`, published in the daemon state
         self.startup_done = threading.Event()
         self._stop = threading.Event()
         self._lock: WriterLock | None = None
@@ -245,6 +246,26 @@ class Daemon:
             "writer": self.writer.stats.as_dict(),
             "embedder": self.embedder.stats.as_dict(),
             "last_error": errors[0] if errors else None,
+            "http_url": self.http_url,
+        }
+
+    def readiness(self) -> dict[str, Any]:
+        """What /readyz answers: each part's check, and how far the index is behind the corpus."""
+        snap = self.snapshot()
+        checks = {
+            "index": self.settings.db_path.exists(),
+            "startup_reconcile": self.startup_done.is_set(),
+            "writer": self.writer.alive,
+            "embedder": self.embedder.alive or not self.embedder.stats.enabled,
+            "watcher": bool(snap["watcher"].get("alive")),
+        }
+        return {
+            "ready": all(checks.values()),
+            "checks": checks,
+            "generation": self.service.generation(),
+            "pending_paths": snap["pending_paths"],
+            "vectors_pending": snap["vectors_pending"],
+            "last_error": snap["last_error"],
         }
 
     def _vectors_pending(self) -> int:

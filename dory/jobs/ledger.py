@@ -162,6 +162,12 @@ class JobLedger:
         return None if row is None else _as_dict(row)
 
     @_locked
+    def counts(self) -> dict[tuple[str, str], int]:
+        """(job, status) -> how many runs the ledger holds (for /metrics)."""
+        rows = self.conn.execute("SELECT job, status, count(*) FROM runs GROUP BY job, status").fetchall()
+        return {(row[0], row[1]): row[2] for row in rows}
+
+    @_locked
     def last_run(self, job: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT * FROM runs WHERE job = ? ORDER BY started DESC LIMIT 1", (job,)).fetchone()
         return None if row is None else _as_dict(row)

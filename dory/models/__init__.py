@@ -8,6 +8,14 @@ works for every one of them.
 
 from __future__ import annotations
 
+from dory.models.auth import (
+    TokenCreated,
+    TokenCreateRequest,
+    TokenInfo,
+    TokenListResponse,
+    TokenRevokeRequest,
+    TokenScope,
+)
 from dory.models.common import MAX_INGEST_BYTES, MAX_REQUEST_CHARS, MODE_ALIASES, SearchMode, iso_day
 from dory.models.context import (
     ArchivedRange,
@@ -156,6 +164,12 @@ __all__ = [
     "SkippedFile",
     "StageScores",
     "StatusResponse",
+    "TokenCreateRequest",
+    "TokenCreated",
+    "TokenInfo",
+    "TokenListResponse",
+    "TokenRevokeRequest",
+    "TokenScope",
     "Turn",
     "WakeProfileName",
     "WakeRequest",

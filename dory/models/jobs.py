@@ -41,6 +41,7 @@ class DaemonStatus(_Model):
     writer: dict[str, Any] = Field(default_factory=dict)
     embedder: dict[str, Any] = Field(default_factory=dict)
     last_error: str | None = None
+    http_url: str | None = None  # where `dory serve` answers, when the daemon serves HTTP
     note: str | None = None  # e.g. a stale record left by a daemon that died
 
 

@@ -26,6 +26,8 @@ from dory.models import (
     SessionListResponse,
     SessionShowResponse,
     StatusResponse,
+    TokenCreated,
+    TokenListResponse,
     WriteResponse,
 )
 
@@ -337,3 +339,24 @@ def compact(res: CompactResponse) -> str:
     ]
     out += [f"! {w}" for w in res.warnings]
     return "\n".join([*out, "", res.summary])
+
+
+def token_created(res: TokenCreated) -> str:
+    expires = f", expires {res.info.expires_at}" if res.info.expires_at else ""
+    return "\n".join(
+        [
+            f"token {res.info.name} ({', '.join(res.info.scopes)}{expires}); it is shown this once:",
+            res.token,
+            "use it as: Authorization: Bearer <token>",
+        ]
+    )
+
+
+def tokens(res: TokenListResponse) -> str:
+    if not res.tokens:
+        return "no tokens (a server on 127.0.0.1 is then open to local callers only)"
+    rows = []
+    for t in res.tokens:
+        state = "active" if t.active else (f"revoked {t.revoked_at}" if t.revoked_at else "expired")
+        rows.append(f"{t.name:24} {','.join(t.scopes):24} {state:32} created {t.created_at} expires {t.expires_at}")
+    return "\n".join(rows)

@@ -439,6 +439,7 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
         "vectors",
         "vectors_pending",
         "pending_changes",
+        "generation",
         "embedder",
         "fingerprint",
         "fingerprint_matches",

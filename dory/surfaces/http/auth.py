@@ -1,0 +1,52 @@
+"""Who is calling, and may they: bearer tokens checked against the token store, scopes per route.
+
+With no active token at all the server is open, but only on a loopback address (`dory serve`
+refuses anything else without tokens): every caller is then the local user, "local", with every
+scope, as the CLI would be. As soon as one token exists, every route but /healthz and /readyz needs
+one. The caller's token name is the agent recorded on its writes and sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from dory.models import TokenScope
+from dory.service.tokens import Principal, TokenStore
+
+LOCAL = Principal("local", frozenset({"admin"}))
+bearer = HTTPBearer(auto_error=False, description="a token from `dory auth new NAME --scope …`")
+
+
+class Gate:
+    def __init__(self, tokens: TokenStore) -> None:
+        self.tokens = tokens
+
+    def authenticate(self, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+        if credentials is None and not self.tokens.configured():
+            return LOCAL
+        return self.tokens.verify(credentials.credentials if credentials else None)
+
+
+def caller(scope: TokenScope) -> Callable[..., Awaitable[Principal]]:
+    """A dependency: the authenticated principal, refused (403) without `scope`, rate-limited per token."""
+
+    async def dependency(
+        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    ) -> Principal:
+        principal: Principal = request.app.state.gate.authenticate(credentials)
+        principal.require(scope)
+        request.app.state.limits.rate.check(principal.name)
+        request.state.caller = principal.name
+        return principal
+
+    return dependency
+
+
+Reader = Annotated[Principal, Depends(caller("read"))]
+Writer = Annotated[Principal, Depends(caller("write"))]
+SessionWriter = Annotated[Principal, Depends(caller("sessions"))]
+Admin = Annotated[Principal, Depends(caller("admin"))]

@@ -1,0 +1,98 @@
+"""`dory serve`: one process that is the daemon (watcher, single writer, embedder, scheduler, control
+socket) and serves HTTP beside it, so there is exactly one writer of the index and an HTTP write goes
+straight to the writer thread.
+
+Order: refuse a non-loopback address without tokens; bind the socket (a port in use fails before
+anything else starts); start the daemon; serve until SIGTERM / Ctrl-C (uvicorn's own handlers); stop
+the daemon, which finishes what it has queued.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+from types import FrameType
+
+import uvicorn
+
+from dory.config import Settings
+from dory.daemon.process import Daemon
+from dory.errors import UsageError
+from dory.service.tokens import TokenStore
+from dory.surfaces.http.app import create_app
+
+log = logging.getLogger("dory.http")
+# Streams (/v1/stream) end when the server stops; other requests get this long to finish.
+GRACEFUL_S = 10
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", host=host, port=port) from exc
+    sock.listen(256)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _quiet_signals() -> None:
+    """uvicorn catches SIGTERM / SIGINT while it serves, shuts down gracefully, then raises the signal
+    again against the handler that was there before. That handler must not end the process: the
+    daemon still has to finish its queue (`daemon.stop()` after the server returns)."""
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, noted)
+    signal.signal(signal.SIGINT, noted)
+
+
+def serve(settings: Settings, host: str, port: int, lock_wait_s: float = 60.0) -> int:
+    if not is_loopback(host) and not TokenStore(settings.tokens_path).configured():
+        raise UsageError(
+            f"refusing to serve on {host}, which is not a loopback address, without tokens: "
+            "create one with `dory auth new NAME --scope read`, or serve on 127.0.0.1",
+            host=host,
+        )
+    sock = bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    url = f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}"
+    daemon = Daemon(settings, lock_wait_s=lock_wait_s)
+    daemon.http_url = url
+    try:
+        daemon.start()
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        app = create_app(daemon.service, daemon.readiness, daemon.snapshot)
+        config = uvicorn.Config(
+            app,
+            log_level=settings.daemon.log_level.lower(),
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_S,
+            log_config=None,  # our logging setup (stderr) stays in charge
+        )
+        log.info("serving %s (API: %s/docs)", url, url)
+        _quiet_signals()
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        daemon.stop()
+    return 0

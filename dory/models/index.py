@@ -21,7 +21,10 @@ class StatusResponse(_Model):
     files_indexed: int
     chunks: int
     vectors: int
-    vectors_pending: int
+    vectors_pending: int = Field(description="chunks waiting for the vector pass: no vector yet, or a stale one")
+    vectors_stale: int = Field(
+        description="vectors computed from an input that has since changed (a rename); 0 after the vector pass"
+    )
     pending_changes: int
     embedder: str
     fingerprint: dict[str, object] | None

@@ -20,6 +20,8 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from dory.models.common import MAX_NESTING
+
 FRONTMATTER_MAX_BYTES = 64 * 1024
 # Caps the size of what YAML aliases can expand to (a "billion laughs" block stays small on disk).
 FRONTMATTER_MAX_NODES = 5000
@@ -82,13 +84,16 @@ def decode_note(data: bytes) -> str:
 
 
 def read_regular(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file, at most `max_bytes` (checked while reading, not only before).
-    A FIFO, socket or device is refused without blocking on it; FileNotFoundError passes through."""
+    """The bytes of a note, at most `max_bytes` (checked while reading, not only before). A FIFO,
+    socket or device is refused without blocking on it, and so is a hard-linked file (see
+    `hard_link_problem`); FileNotFoundError passes through."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ReadProblem("not_regular_file", "not a regular file (fifo, socket or device)")
+        if problem := hard_link_problem(st):
+            raise problem
         if st.st_size > max_bytes:
             raise ReadProblem("too_large", f"{st.st_size} bytes is over the {max_bytes}-byte cap")
         chunks, total = [], 0
@@ -100,6 +105,21 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def hard_link_problem(st: os.stat_result) -> ReadProblem | None:
+    """The policy on hard links: a file with more than one name is not read. A hard link is not a
+    symlink, and nothing on it says where its other names are: one may lie outside the corpus (a
+    private file linked in), and finding out would mean searching the whole file system. So, as for
+    a symlink leaving the corpus, the content is not taken for a note; a note meant to live in two
+    places stays in the corpus and is symlinked from the other place."""
+    if st.st_nlink <= 1:
+        return None
+    return ReadProblem(
+        "hard_link",
+        f"the file has {st.st_nlink} names (hard links), maybe outside the corpus; Dory reads only notes "
+        "with one name: copy it instead, or symlink to it from outside the corpus",
+    )
 
 
 def read_document(root: Path, rel: str, max_bytes: int) -> Document:
@@ -155,18 +175,22 @@ def _parse_yaml_mapping(block: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"frontmatter is a {type(data).__name__}, not a mapping")
     budget = [FRONTMATTER_MAX_NODES]
-    return {str(key): to_jsonable(value, budget) for key, value in data.items()}
+    return {str(key): to_jsonable(value, budget, 1) for key, value in data.items()}
 
 
-def to_jsonable(value: Any, budget: list[int]) -> Any:
-    """YAML values → JSON-safe values (dates become ISO strings), bounded in total size."""
+def to_jsonable(value: Any, budget: list[int], depth: int) -> Any:
+    """YAML values → JSON-safe values (dates become ISO strings), bounded in total size and in
+    depth (`depth` levels hold this value): a few hundred levels parse, then break every reader
+    that serialises the note's metadata."""
     budget[0] -= 1
     if budget[0] < 0:
         raise ValueError("frontmatter expands to too many values (YAML alias bomb?)")
+    if isinstance(value, dict | list | tuple | set) and value and depth >= MAX_NESTING:
+        raise ValueError(f"frontmatter is nested deeper than {MAX_NESTING} levels")
     if isinstance(value, dict):
-        return {str(key): to_jsonable(item, budget) for key, item in value.items()}
+        return {str(key): to_jsonable(item, budget, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple | set):
-        return [to_jsonable(item, budget) for item in value]
+        return [to_jsonable(item, budget, depth + 1) for item in value]
     if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
     if isinstance(value, bytes):

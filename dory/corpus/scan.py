@@ -1,7 +1,8 @@
 """Walk the corpus and list its notes with size and mtime, plus what was skipped and why.
 
 The walk never reads file contents (an unchanged re-scan must stay cheap) and never raises for one
-bad entry: unreadable folders, symlinks leaving the corpus and symlink loops become `Skip` records.
+bad entry: unreadable folders, symlinks leaving the corpus, symlink loops, files that are not regular
+and hard-linked files (`document.hard_link_problem`) become `Skip` records.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dory.corpus.atomic import is_leftover
+from dory.corpus.document import hard_link_problem
 from dory.corpus.paths import IgnoreRules, is_note
 
 
@@ -205,7 +207,9 @@ def _utf8(name: str) -> bool:
 
 
 def _add_file(st: os.stat_result, rel: str, result: ScanResult) -> None:
-    if stat.S_ISREG(st.st_mode):
-        result.files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
-    else:
+    if not stat.S_ISREG(st.st_mode):
         result.skipped.append(Skip(rel, "not_regular_file", "not a regular file (fifo, socket or device)"))
+    elif problem := hard_link_problem(st):
+        result.skipped.append(Skip(rel, problem.reason, problem.detail))
+    else:
+        result.files[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)

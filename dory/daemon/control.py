@@ -21,6 +21,7 @@ from typing import Any
 import pydantic
 
 from dory.errors import DoryError, UsageError, from_validation_error
+from dory.models.common import loads_json
 from dory.service.control import MAX_REQUEST_BYTES
 
 log = logging.getLogger("dory.control")
@@ -35,7 +36,7 @@ class _RequestHandler(socketserver.StreamRequestHandler):
         try:
             if len(line) > MAX_REQUEST_BYTES:
                 raise UsageError("control request is too large")
-            request = json.loads(line)
+            request = _request(line)
             if not isinstance(request, dict) or not isinstance(request.get("op"), str):
                 raise UsageError('a control request is {"op": NAME, "args": {...}}')
             reply: dict[str, Any] = {"result": self.server.dispatch(request["op"], request.get("args") or {})}
@@ -43,12 +44,19 @@ class _RequestHandler(socketserver.StreamRequestHandler):
             reply = {"error": exc.to_dict()}
         except pydantic.ValidationError as exc:  # a request that does not fit its model
             reply = {"error": from_validation_error(exc).to_dict()}
-        except json.JSONDecodeError as exc:
-            reply = {"error": UsageError(f"control request is not JSON: {exc}").to_dict()}
         except Exception as exc:
             log.exception("control request failed")
             reply = {"error": DoryError(f"the daemon failed to handle the request: {exc}").to_dict()}
         self.wfile.write(json.dumps(reply, ensure_ascii=False, default=str).encode() + b"\n")
+
+
+def _request(line: bytes) -> Any:
+    """The request on a line. Nesting is left to the request models (a write's frontmatter has its
+    own bound); only JSON the parser cannot hold is refused here, as a usage error."""
+    try:
+        return loads_json(line, limit=None)
+    except ValueError as exc:
+        raise UsageError(f"control request is not JSON: {exc}") from exc
 
 
 class ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

@@ -164,7 +164,23 @@ DELETE FROM meta WHERE key = 'chunker'
 """
 
 
-MIGRATIONS = (_schema_v1, _chunk_ids_never_reused, _links_and_claims)
+def _vectors_keyed_by_input(tokenizer: str) -> str:
+    """v4: `chunks.vector_hash` names the embedded input (title context, heading path and text, as
+    `content_hash` does) that the chunk's FAISS vector was computed from; NULL when it has none. It
+    replaces the `has_vector` flag, which could not tell a vector computed from an input that has
+    since changed (a rename that changes the title context keeps the chunk rows). Clearing the
+    chunker mark re-reads every note, so a hash a rename left stale before this version is redone."""
+    return """
+ALTER TABLE chunks ADD COLUMN vector_hash TEXT;
+UPDATE chunks SET vector_hash = content_hash WHERE has_vector = 1;
+DROP INDEX chunks_pending;
+ALTER TABLE chunks DROP COLUMN has_vector;
+CREATE INDEX chunks_pending ON chunks(id) WHERE vector_hash IS NOT content_hash;
+DELETE FROM meta WHERE key = 'chunker'
+"""
+
+
+MIGRATIONS = (_schema_v1, _chunk_ids_never_reused, _links_and_claims, _vectors_keyed_by_input)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -28,6 +28,9 @@ from dory.index.vectors import VectorStore
 log = logging.getLogger("dory.index")
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); shared by both passes
+# Skips that judge a file's bytes: while its size and mtime stay the same it is not read again. A
+# permission, a file type or a link count changes without touching either, so those are retried.
+BYTES_VERDICTS = frozenset({"too_large", "empty", "not_utf8", "nul_bytes", "index_failed"})
 
 
 @dataclass
@@ -51,6 +54,11 @@ class LexicalReport:
 
 def no_progress(phase: str, done: int, total: int) -> None:
     return None
+
+
+def _still_bad(skip: Skip, st: FileStat) -> bool:
+    """A file skipped for its bytes whose size and mtime have not changed since."""
+    return skip.reason in BYTES_VERDICTS and (skip.size, skip.mtime_ns) == (st.size, st.mtime_ns)
 
 
 class Indexer:
@@ -82,7 +90,7 @@ class Indexer:
                 plan.unchanged += 1
                 continue
             known_bad = skipped_before.get(path)
-            if known_bad and (known_bad.size, known_bad.mtime_ns) == (st.size, st.mtime_ns):
+            if known_bad and _still_bad(known_bad, st):
                 plan.skipped.append(known_bad)
                 continue
             doc = self._read(st, plan)

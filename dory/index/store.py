@@ -61,6 +61,12 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def input_hash(context_title: str | None, heading_path: tuple[str, ...] | list[str], text: str) -> str:
+    """A chunk's `content_hash`: the hash of exactly what the embedder is given, so that a vector is
+    reused (embedding cache) or kept (`vector_hash`) only while that input is the same."""
+    return content_hash(embed_text(context_title, heading_path, text))
+
+
 def path_words(path: str) -> str:
     """What of a path is searchable: the file name and its folder. Deeper folders would turn a folder
     name into a term of every chunk below it, which costs every query using that word dearly."""
@@ -182,7 +188,9 @@ class IndexStore:
     def counts(self) -> dict[str, int]:
         row = self.conn.execute(
             "SELECT (SELECT count(*) FROM files) AS files, (SELECT count(*) FROM chunks) AS chunks, "
-            "(SELECT count(*) FROM chunks WHERE has_vector = 1) AS vectors, "
+            "(SELECT count(*) FROM chunks WHERE vector_hash IS NOT NULL) AS vectors, "
+            "(SELECT count(*) FROM chunks WHERE vector_hash IS NOT content_hash) AS vectors_pending, "
+            "(SELECT count(*) FROM chunks WHERE vector_hash != content_hash) AS vectors_stale, "
             "(SELECT count(*) FROM skipped) AS skipped, "
             "(SELECT count(*) FROM files WHERE frontmatter_error IS NOT NULL) AS broken_frontmatter"
         ).fetchone()
@@ -233,7 +241,7 @@ class IndexStore:
                     json.dumps(chunk.heading_path),
                     chunk.text,
                     chunk.tokens,
-                    content_hash(embed_text(context_title, chunk.heading_path, chunk.text)),
+                    input_hash(context_title, chunk.heading_path, chunk.text),
                 ),
             ).lastrowid
             self._insert_fts(
@@ -274,18 +282,32 @@ class IndexStore:
 
     def rename_file(self, old: str, new: str, size: int, mtime_ns: int, new_title: str | None) -> None:
         """Move a file's rows to a new path; chunk ids (and so vectors) stay, FTS path/title follow."""
-        row = self.conn.execute("SELECT id, title FROM files WHERE path = ?", (old,)).fetchone()
+        row = self.conn.execute("SELECT id, title, frontmatter FROM files WHERE path = ?", (old,)).fetchone()
         title = new_title if new_title is not None else row["title"]
         self.conn.execute(
             "UPDATE files SET path = ?, size = ?, mtime_ns = ?, title = ? WHERE id = ?",
             (new, size, mtime_ns, title, row["id"]),
         )
+        self._rekey_chunks(row["id"], title_context(title, json.loads(row["frontmatter"]), new))
         self.conn.execute(
             "UPDATE chunks_fts SET path = ?, title = ? WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)",
             (path_words(new), title, row["id"]),
         )
         self.conn.execute("DELETE FROM skipped WHERE path = ?", (new,))
         self.derived.file_renamed(old, new)
+
+    def _rekey_chunks(self, file_id: int, context_title: str | None) -> None:
+        """A rename can change what the embedder is given: a title that came from the file name is
+        left out of it, so a heading title equal to the old or the new name goes out or comes in.
+        Such a chunk gets the hash of its new input; its vector stays searchable, counted as stale,
+        until the vector pass replaces it."""
+        rows = self.conn.execute(
+            "SELECT id, heading_path, text, content_hash FROM chunks WHERE file_id = ?", (file_id,)
+        )
+        for row in rows.fetchall():
+            new_hash = input_hash(context_title, json.loads(row["heading_path"]), row["text"])
+            if new_hash != row["content_hash"]:
+                self.conn.execute("UPDATE chunks SET content_hash = ? WHERE id = ?", (new_hash, row["id"]))
 
     def record_skip(self, skip: Skip) -> None:
         self.conn.execute(

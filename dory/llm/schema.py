@@ -16,6 +16,8 @@ import json
 import re
 from typing import Any
 
+from dory.models.common import loads_json
+
 SUPPORTED_KEYWORDS = frozenset(
     {
         "type",
@@ -51,7 +53,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     candidates = [text, *(block.strip() for block in _FENCE.findall(text))]
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            value = loads_json(candidate, limit=None)  # the schema bounds the shape
         except ValueError:
             continue
         if isinstance(value, dict):
@@ -69,7 +71,7 @@ def _first_embedded_object(text: str) -> dict[str, Any] | None:
     while start != -1:
         try:
             value, _end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON here, or nested past the parser's limit
             value = None
         if isinstance(value, dict):
             return value

@@ -40,6 +40,8 @@ from dory.models import WriteRequest, WriteResponse
 
 _DATED_BULLET = re.compile(r"^\s*- \d{4}-\d{2}-\d{2}:")
 _TOP_KEY = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_\-]*)\s*:")
+# What to do about a note Dory will not read before a write (a hard link's problem says it itself).
+_HINTS = {"too_large": "; edit it in an editor", "not_regular_file": "; Dory reads only regular files"}
 
 
 @dataclass
@@ -200,8 +202,9 @@ def read_bytes(root: Path, rel: str, max_bytes: int) -> bytes:
     except FileNotFoundError as exc:
         raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
     except ReadProblem as problem:
-        hint = "edit it in an editor" if problem.reason == "too_large" else "Dory reads only regular files"
-        raise UnreadableFile(f"{rel}: {problem.detail}; {hint}", path=rel, reason=problem.reason) from problem
+        raise UnreadableFile(
+            f"{rel}: {problem.detail}{_HINTS.get(problem.reason, '')}", path=rel, reason=problem.reason
+        ) from problem
     except OSError as exc:
         raise UnreadableFile(f"{rel}: {exc.strerror or exc}", path=rel, reason="unreadable") from exc
 

@@ -1,9 +1,11 @@
-"""Shared by the models: the strict base model, search modes and aliases, request size limits, the day validator."""
+"""Shared by the models: the strict base model, search modes and aliases, request size and nesting
+limits, the day validator, the JSON reader for payloads from outside."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,3 +43,30 @@ MAX_REQUEST_CHARS = 4_000_000
 
 # A harness file this large is refused before parsing (Claude Code transcripts reach ~15 MB).
 MAX_INGEST_BYTES = 64 * 1024 * 1024
+
+# How deep a JSON or YAML value from outside may nest (frontmatter, messages). A note's metadata
+# needs a few levels; hundreds break every serialiser on the way (recursion limits) with a traceback.
+MAX_NESTING = 32
+
+
+def check_nesting(value: Any, limit: int = MAX_NESTING) -> Any:
+    """`value` unchanged, or ValueError when its lists and mappings nest deeper than `limit`.
+    Iterative: the value being checked may be deeper than the interpreter's recursion limit."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
+        if children and depth >= limit:
+            raise ValueError(f"nested deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def loads_json(text: str | bytes, limit: int | None = MAX_NESTING) -> Any:
+    """json.loads for payloads from outside: every failure is a ValueError (a JSONDecodeError, or
+    nesting deeper than `limit`, or than the parser's own recursion limit when `limit` is None)."""
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise ValueError(f"nested deeper than {limit} levels" if limit else "nested too deeply to parse") from exc
+    return value if limit is None else check_nesting(value, limit)

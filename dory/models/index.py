@@ -21,7 +21,10 @@ class StatusResponse(_Model):
     files_indexed: int
     chunks: int
     vectors: int
-    vectors_pending: int
+    vectors_pending: int = Field(description="chunks waiting for the vector pass: no vector yet, or a stale one")
+    vectors_stale: int = Field(
+        description="vectors computed from an input that has since changed (a rename); 0 after the vector pass"
+    )
     pending_changes: int
     generation: int = Field(0, description="raised by every change of the index; writes return the one holding them")
     embedder: str

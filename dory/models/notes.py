@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from dory.models.common import MAX_REQUEST_CHARS, _Model
+from dory.models.common import MAX_REQUEST_CHARS, _Model, check_nesting
 
 
 class GetRequest(_Model):
@@ -36,7 +36,7 @@ class WriteRequest(_Model):
     content: str = Field(
         "", max_length=MAX_REQUEST_CHARS, description="markdown body; may start with its own frontmatter block"
     )
-    frontmatter: dict[str, Any] | None = None
+    frontmatter: Annotated[dict[str, Any] | None, AfterValidator(check_nesting)] = None
     expected_hash: str | None = Field(None, description="sha256:… of the file as read; required by replace")
     reason: str | None = Field(None, max_length=2000, description="why; required by forget")
     dry_run: bool = False

@@ -25,6 +25,7 @@ from dory.models import (
     SearchRequest,
     SearchResponse,
 )
+from dory.models.common import loads_json
 
 MRR_DEPTH = 10
 
@@ -40,9 +41,10 @@ def load_queries(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            items.append((f"{path}:{number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            items.append((f"{path}:{number}", loads_json(line)))
+        except ValueError as exc:  # not JSON, or nested deeper than any query needs
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise UsageError(f"{path}:{number}: not JSON ({reason})") from exc
     return checked_queries(items, str(path), unit="line")
 
 

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dory.corpus.atomic import sha256_of
+from dory.corpus.document import ReadProblem, read_regular
 from dory.corpus.paths import SESSIONS_ROOT, IgnoreRules
 from dory.corpus.scan import Skip, scan_paths
 from dory.errors import DoryError
+from dory.models.common import MAX_INGEST_BYTES
 from dory.sessions.store import SessionStore
 from dory.sessions.transcript import SUMMARY_SUFFIX, parse_session
 
@@ -62,7 +64,11 @@ def _index_one(
     report: SyncReport,
 ) -> None:
     try:
-        data = (corpus / rel).read_bytes()
+        # As a note is read: a FIFO swapped in after the scan, a hard link or an endless file is refused.
+        data = read_regular(corpus / rel, MAX_INGEST_BYTES)
+    except ReadProblem as problem:
+        report.skipped.append(Skip(rel, problem.reason, problem.detail, *stat))
+        return
     except OSError as exc:
         report.skipped.append(Skip(rel, "unreadable", exc.strerror or str(exc), *stat))
         return

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from dory.errors import UsageError
 from dory.models import ContextPackRequest, MarkRequest, PackInput, RemindRequest, WakeRequest
-from dory.models.common import MAX_INGEST_BYTES
+from dory.models.common import MAX_INGEST_BYTES, loads_json
 from dory.surfaces import render
 from dory.surfaces.clikit import Result, command, read_input, service
 
@@ -94,8 +92,8 @@ def pack(
 def _read_messages(source: str) -> list[PackInput]:
     raw = read_input(source, MAX_INGEST_BYTES, "--messages")
     try:
-        value = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = loads_json(raw.decode("utf-8"))
+    except ValueError as exc:  # not UTF-8, not JSON, or nested deeper than any message
         raise UsageError(f"--messages is not a JSON array of messages: {exc}") from exc
     if not isinstance(value, list):
         raise UsageError("--messages must hold a JSON array of messages")

@@ -3,7 +3,6 @@ write memory or read its link graph. Each builds one request model and calls the
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -18,7 +17,7 @@ from dory.models import (
     ProposalStatus,
     WriteRequest,
 )
-from dory.models.common import MAX_REQUEST_CHARS
+from dory.models.common import MAX_REQUEST_CHARS, loads_json
 from dory.surfaces import render
 from dory.surfaces.clikit import Result, command, read_input, service
 
@@ -41,9 +40,9 @@ def parse_frontmatter(raw: str | None, fields: tuple[str, ...]) -> dict[str, Any
     merged: dict[str, Any] = {}
     if raw:
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--frontmatter is not JSON: {exc.msg}") from exc
+            value = loads_json(raw)
+        except ValueError as exc:
+            raise UsageError(f"--frontmatter is not JSON: {exc}") from exc
         if not isinstance(value, dict):
             raise UsageError("--frontmatter must be a JSON object")
         merged.update(value)

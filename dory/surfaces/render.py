@@ -72,7 +72,8 @@ def status(res: StatusResponse) -> str:
         f"corpus       {res.corpus}",
         f"files        {res.files_indexed} indexed / {res.files_on_disk} on disk"
         f"  ({res.pending_changes} changed since last reindex)",
-        f"chunks       {res.chunks}  vectors {res.vectors}  pending {res.vectors_pending}  ({res.vector_index})",
+        f"chunks       {res.chunks}  vectors {res.vectors} ({res.vectors_stale} stale)  pending {res.vectors_pending}"
+        f"  ({res.vector_index})",
         f"embedder     {res.embedder}  fingerprint {'ok' if res.fingerprint_matches else 'MISMATCH/none'}",
         f"last reindex {res.last_reindex or 'never'}  index size {res.index_bytes / 1e6:.1f} MB",
         *_daemon_lines(res.daemon),

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,26 @@ def test_split_lines_counts_like_an_editor() -> None:
     assert split_lines("a\r\nb\x0cc\u2028d\n") == ["a", "b\x0cc\u2028d"]
     assert split_lines("") == []
     assert split_lines("x") == ["x"]
+
+
+def test_frontmatter_nested_deeper_than_32_levels_is_broken_not_indexed_as_metadata() -> None:
+    """Issue 15, item 6: 400 levels parse as YAML but then broke every reader serialising the
+    note's metadata (`dory get` ended in a traceback); the note is kept as plain text instead."""
+    for depth, broken in ((31, False), (32, True), (400, True), (5000, True)):
+        doc = parse_document("x.md", ("---\nx: " + "[" * depth + "1" + "]" * depth + "\n---\nbody\n").encode())
+        assert (doc.frontmatter_error is not None) == broken, depth
+        assert bool(doc.frontmatter) != broken and "body" in doc.text
+
+
+def test_a_hard_linked_file_is_not_read_as_a_note(tmp_path: Path) -> None:
+    """Issue 15, item 6: a hard link is not a symlink, but its other name may be outside the corpus."""
+    outside = tmp_path / "private.txt"
+    outside.write_text("# Secret\n\nthe door code is 4711\n")
+    root = tmp_path / "corpus"
+    root.mkdir()
+    os.link(outside, root / "linked.md")
+    with pytest.raises(ReadProblem) as info:
+        read_document(root, "linked.md", 1000)
+    assert info.value.reason == "hard_link" and "2 names" in info.value.detail
+    outside.unlink()  # now the note's only name is inside the corpus
+    assert "4711" in read_document(root, "linked.md", 1000).text

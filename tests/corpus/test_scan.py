@@ -40,3 +40,19 @@ def test_unreadable_folder_marks_scan_incomplete(tmp_path: Path) -> None:
         assert not result.complete
     finally:
         locked.chmod(0o755)
+
+
+def test_hard_linked_note_is_skipped_and_listed_again_once_it_has_one_name(tmp_path: Path) -> None:
+    """Issue 15, item 6. The skip carries no size or mtime: removing the other name changes neither,
+    and the note must not stay skipped as an unchanged bad file."""
+    outside = tmp_path / "private.txt"
+    outside.write_text("the door code is 4711\n")
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / "plain.md").write_text("plain")
+    os.link(outside, root / "linked.md")
+    result = scan_corpus(root, IgnoreRules())
+    assert sorted(result.files) == ["plain.md"]
+    assert [(s.path, s.reason, s.size, s.mtime_ns) for s in result.skipped] == [("linked.md", "hard_link", None, None)]
+    outside.unlink()
+    assert sorted(scan_corpus(root, IgnoreRules()).files) == ["linked.md", "plain.md"]

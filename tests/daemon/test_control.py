@@ -132,6 +132,16 @@ def test_a_request_that_does_not_fit_its_model_is_a_usage_error(settings: Settin
     assert info.value.code == "usage_error" and "operation.write.request.kind" in info.value.message
 
 
+def test_a_write_whose_frontmatter_nests_too_deep_is_a_usage_error(settings: Settings, server: ControlServer) -> None:
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(40):
+        deep = {"a": deep}
+    request = {"path": "a.md", "kind": "create", "content": "hi", "frontmatter": deep}
+    with pytest.raises(UsageError) as info:
+        call(settings, "write", {"operation": {"op": "write", "request": request}}, DEADLINE_S)
+    assert info.value.code == "usage_error" and "nested deeper than 32 levels" in info.value.message
+
+
 def test_unknown_op_is_a_usage_error(settings: Settings, server: ControlServer) -> None:
     with pytest.raises(UsageError) as info:
         call(settings, "nope", timeout_s=DEADLINE_S)
@@ -150,6 +160,7 @@ def test_unknown_op_is_a_usage_error(settings: Settings, server: ControlServer) 
         (b'{"args": {}}\n', 'a control request is {"op": NAME, "args": {...}}'),
         (b'{"op": 5}\n', 'a control request is {"op": NAME, "args": {...}}'),
         (b'{"op": "nope"}\n', "unknown control operation 'nope'"),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "control request is not JSON: nested too deeply to parse"),
     ],
 )
 def test_malformed_requests_get_usage_error(server: ControlServer, payload: bytes, message_start: str) -> None:

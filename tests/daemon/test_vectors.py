@@ -72,3 +72,27 @@ def test_a_rename_moves_vectors_and_embeds_nothing(tmp_path: Path, daemon_factor
     code, body, _ = daemon.cli("search", "letting dough rise", "-m", "vector", "-k", "1")
     assert code == 0 and body["hits"][0]["path"] == "notes/sourdough.md"
     assert daemon.stop() == 0
+
+
+def test_a_rename_that_changes_what_the_embedder_is_given_replaces_the_stale_vector(
+    tmp_path: Path, daemon_factory
+) -> None:
+    root = tmp_path / "corpus"
+    (root / "notes").mkdir(parents=True)
+    # The title comes from the heading and equals the file name: the embedder is given it only once
+    # the note has another name.
+    (root / "notes/Bread.md").write_text("Knead the dough and let it rise overnight.\n\n# Bread\n\nBake it hot.\n")
+    daemon = daemon_factory(root, daemon_env(lexical=False)).start()
+    embedded = daemon.status().embedder["embedded"]
+    os.rename(root / "notes/Bread.md", root / "notes/sourdough.md")
+    wait_until(lambda: daemon.status().writer["files_changed"] >= 2, what="the rename")  # startup + rename
+    status = daemon.wait_idle()
+    assert status.embedder["embedded"] == embedded + 1
+    code, body, _ = daemon.cli("status")
+    assert code == 0 and (body["chunks"], body["vectors"], body["vectors_stale"], body["vectors_pending"]) == (
+        1,
+        1,
+        0,
+        0,
+    )
+    assert daemon.stop() == 0

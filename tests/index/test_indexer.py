@@ -142,3 +142,46 @@ def test_a_note_that_breaks_the_indexer_is_skipped_alone_and_the_batch_goes_on(l
     assert report.new == 6 and [(s.path, s.reason) for s in report.skipped] == [("bad.md", "index_failed")]
     assert sorted(paths(svc, "quinces")) == sorted(notes)
     assert [(s.path, s.reason) for s in svc.status().skipped] == [("bad.md", "index_failed")]
+
+
+def test_hard_linked_note_stays_out_of_the_index_until_its_outside_name_is_gone(lexical_service, tmp_path) -> None:
+    """Issue 15, item 6: a hard link inside the corpus to a private file outside it was indexed."""
+    svc = lexical_service({"plain.md": "# Plain\n\nquinces\n"})
+    outside = tmp_path / "private.txt"
+    outside.write_text("# Secret\n\nthe door code is walrus4711\n")
+    os.link(outside, svc.settings.corpus / "linked.md")
+    before = digest_tree(svc.settings.corpus)
+    res = svc.reindex(ReindexRequest())
+    assert res.new == 1 and [(s.path, s.reason) for s in res.skipped] == [("linked.md", "hard_link")]
+    assert paths(svc, "walrus4711") == [] and paths(svc, "quinces") == ["plain.md"]
+    assert [(s.path, s.reason) for s in svc.status().skipped] == [("linked.md", "hard_link")]
+    assert digest_tree(svc.settings.corpus) == before and outside.read_text().endswith("walrus4711\n")
+    outside.unlink()  # one name left, inside the corpus: an ordinary note (size and mtime unchanged)
+    assert svc.reindex(ReindexRequest()).new == 1
+    assert paths(svc, "walrus4711") == ["linked.md"] and svc.status().skipped == []
+
+
+def test_indexed_note_that_gets_a_second_name_leaves_the_index(lexical_service, tmp_path) -> None:
+    svc = lexical_service({"a.md": "# A\n\nquinces\n", "b.md": "# B\n\nmedlars\n"})
+    svc.reindex(ReindexRequest())
+    os.link(svc.settings.corpus / "a.md", tmp_path / "elsewhere.md")
+    res = svc.reindex(ReindexRequest())
+    assert res.deleted == 1 and [s.reason for s in res.skipped] == ["hard_link"]
+    assert paths(svc, "quinces") == []
+
+
+def test_a_skip_not_about_the_bytes_is_retried_though_size_and_mtime_did_not_change(lexical_service) -> None:
+    """A permission fixed with chmod, a link count dropping to one: neither changes size or mtime,
+    so only a verdict on the bytes (too large, not UTF-8, ...) may spare an unchanged file a re-read."""
+    svc = lexical_service({"b.md": "# B\n\nmedlars\n"})
+    svc.reindex(ReindexRequest())  # after the first (full) reindex, known skips are remembered
+    (svc.settings.corpus / "a.md").write_text("# A\n\nquinces\n")
+    st = (svc.settings.corpus / "a.md").stat()
+    with svc.resources.store().conn as conn:  # what a reindex records after EACCES (root cannot cause one)
+        conn.execute(
+            "INSERT INTO skipped(path, size, mtime_ns, reason, detail, seen_at) VALUES (?, ?, ?, ?, ?, ?)",
+            ("a.md", st.st_size, st.st_mtime_ns, "unreadable", "Permission denied", "2026-01-01T00:00:00Z"),
+        )
+    res = svc.reindex(ReindexRequest())
+    assert (res.new, res.skipped) == (1, [])
+    assert paths(svc, "quinces") == ["a.md"]

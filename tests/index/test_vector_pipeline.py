@@ -21,8 +21,10 @@ import pytest
 
 from dory.config import load_settings
 from dory.errors import ModelUnavailable
+from dory.index import vector_pass
 from dory.models import ReindexRequest, SearchRequest
 from dory.service import DoryService
+from dory.service.owner import local_ownership
 
 DIMS = 64
 
@@ -106,6 +108,92 @@ def test_rename_and_unchanged_text_are_never_re_embedded(write_corpus, server) -
     assert (full.vectors_embedded, full.vectors_reused) == (0, 3)
     assert server.texts_embedded == before  # not one text went to the embedding server
     assert vector_paths(svc, "water tomato plants")[0] == "garden/tomato-care.md"
+
+
+# Its title comes from its heading and equals the file name, so the embedder is not given it (it
+# looks made up from the name); renamed, the same title is no longer the name and is given.
+TITLE_IS_THE_NAME = {"garden/Tomatoes.md": "Water tomato plants deeply twice a week.\n\n# Tomatoes\n\nStake early.\n"}
+
+
+def chunk_vectors(svc: DoryService) -> dict[tuple[str, int], np.ndarray]:
+    """Each chunk's vector in the saved FAISS file, by (note path, chunk ordinal)."""
+    rows = svc.resources.store().conn.execute(
+        "SELECT c.id, f.path, c.ordinal FROM chunks c JOIN files f ON f.id = c.file_id"
+    )
+    vectors = svc.resources.vectors()
+    return {(row[1], row[2]): vectors.index.reconstruct(row[0]) for row in rows.fetchall()}
+
+
+def fresh_vectors(root: Path, server: EmbeddingServer, tmp_path: Path) -> dict[tuple[str, int], np.ndarray]:
+    """The vectors a from-scratch index of the same notes gives."""
+    copy = tmp_path / "fresh"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".dory"))
+    svc = open_service(copy, server)
+    svc.reindex(ReindexRequest())
+    try:
+        return chunk_vectors(svc)
+    finally:
+        svc.close()
+
+
+def assert_same_vectors(got: dict[tuple[str, int], np.ndarray], want: dict[tuple[str, int], np.ndarray]) -> None:
+    assert got.keys() == want.keys()
+    for key, vector in want.items():
+        np.testing.assert_array_equal(got[key], vector, err_msg=str(key))
+
+
+def test_rename_that_changes_what_the_embedder_is_given_replaces_the_stale_vectors(
+    write_corpus, server, tmp_path
+) -> None:
+    root = write_corpus(TITLE_IS_THE_NAME)
+    svc = open_service(root, server)
+    svc.reindex(ReindexRequest())
+    (root / "garden/Tomatoes.md").rename(root / "garden/summer-care.md")
+    assert svc.reindex(ReindexRequest(vectors=False)).renamed == 1
+    before = svc.status()
+    assert before.vectors_stale == before.vectors_pending == before.vectors == before.chunks > 0
+    embedded = svc.reindex(ReindexRequest())
+    assert (embedded.vectors_embedded, embedded.vectors_pending) == (before.chunks, 0)
+    after = svc.status()
+    assert (after.vectors_stale, after.vectors_pending, after.vectors) == (0, 0, after.chunks)
+    assert_same_vectors(chunk_vectors(svc), fresh_vectors(root, server, tmp_path))
+
+
+def test_changed_title_frontmatter_re_embeds_chunks_whose_text_did_not_change(write_corpus, server, tmp_path) -> None:
+    note = "---\ntitle: Tomato care\n---\n\nWater tomato plants deeply twice a week.\n"
+    root = write_corpus({"garden/tomatoes.md": note})
+    svc = open_service(root, server)
+    svc.reindex(ReindexRequest())
+    (root / "garden/tomatoes.md").write_text(note.replace("Tomato care", "Summer watering"))
+    assert svc.reindex(ReindexRequest(vectors=False)).changed == 1
+    before = svc.status()
+    assert (before.vectors_pending, before.vectors_stale) == (before.chunks, 0)  # new chunk rows, no vector yet
+    assert svc.reindex(ReindexRequest()).vectors_embedded == before.chunks
+    assert (svc.status().vectors_stale, svc.status().vectors_pending) == (0, 0)
+    assert_same_vectors(chunk_vectors(svc), fresh_vectors(root, server, tmp_path))
+
+
+def test_crash_after_a_vector_is_replaced_and_before_faiss_is_saved_is_repaired_from_the_cache(
+    write_corpus, server, tmp_path
+) -> None:
+    root = write_corpus(TITLE_IS_THE_NAME)
+    svc = open_service(root, server)
+    svc.reindex(ReindexRequest())
+    (root / "garden/Tomatoes.md").rename(root / "garden/summer-care.md")
+    svc.reindex(ReindexRequest(vectors=False))
+    with local_ownership(svc.owner, 0):
+        vectors = svc.owner.owned_vectors([])
+        assert vectors is not None
+        fingerprint = svc.resources.fingerprint()
+        batch = vector_pass.embed_batch(svc.resources.store(), svc.resources.require_embedder(), fingerprint, 10)
+        assert batch is not None
+        svc.owner.store_vectors(vectors, fingerprint, batch)  # SQLite records it; the FAISS file is not saved
+    svc.close()
+    embedded = server.texts_embedded
+    again = open_service(root, server)
+    assert again.reindex(ReindexRequest()).vectors_embedded == 0
+    assert server.texts_embedded == embedded + 1  # the embedder's dimensions, asked once; no note re-embedded
+    assert_same_vectors(chunk_vectors(again), fresh_vectors(root, server, tmp_path))
 
 
 def test_deleted_or_corrupt_faiss_file_is_rebuilt_from_the_cache(write_corpus, server) -> None:

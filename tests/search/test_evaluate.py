@@ -140,6 +140,7 @@ def test_ndcg_helper_by_hand() -> None:
     ("text", "message"),
     [
         ('{"query": "a", "expected": []}\n{"query": "b", "expected": [}\n', ":2: not JSON (Expecting value)"),
+        ("[" * 100_000 + "]" * 100_000 + "\n", ":1: not JSON (nested deeper than 32 levels)"),
         ('\n\n{"expected": ["a.md"]}\n', ':3: each line needs a non-empty "query" string'),
         ('{"query": "  ", "expected": ["a.md"]}\n', ':1: each line needs a non-empty "query" string'),
         ('{"query": 7, "expected": ["a.md"]}\n', ':1: each line needs a non-empty "query" string'),

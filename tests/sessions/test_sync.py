@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dory.corpus.paths import IgnoreRules
@@ -54,5 +55,19 @@ def test_sync_follows_the_transcripts(tmp_path: Path) -> None:
         (root / b).unlink()
         gone = sync_sessions(root, store, rules, [b])
         assert gone.deleted == [b] and store.counts() == {"sessions": 1, "messages": 2}
+    finally:
+        store.close()
+
+
+def test_a_hard_linked_transcript_is_skipped_like_a_note(tmp_path: Path) -> None:
+    """Issue 15, item 6: transcripts follow the notes' policy (its other name may be outside the corpus)."""
+    root = tmp_path / "corpus"
+    a = write_session(root, "alpha", ["the quarterly invoice is late"])
+    os.link(root / a, tmp_path / "elsewhere.md")
+    store = SessionStore(tmp_path / "s.sqlite", "unicode61")
+    try:
+        report = sync_sessions(root, store, IgnoreRules())
+        assert report.indexed == [] and [(s.path, s.reason) for s in report.skipped] == [(a, "hard_link")]
+        assert store.counts() == {"sessions": 0, "messages": 0}
     finally:
         store.close()

@@ -438,6 +438,7 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
         "chunks",
         "vectors",
         "vectors_pending",
+        "vectors_stale",
         "pending_changes",
         "generation",
         "embedder",

@@ -374,6 +374,16 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
     failed(tiny, 2, "usage_error", "budget: Input should be greater than or equal to 256")
 
 
+def test_messages_nested_100000_deep_are_a_usage_error_not_a_traceback(invoke, root: Path, tree_digest) -> None:
+    """Issue 15, item 6: the JSON parser's RecursionError escaped as a traceback."""
+    before = tree_digest(root)
+    for depth in (40, 100_000):
+        (root.parent / "deep.json").write_text("[" * depth + "]" * depth, encoding="utf-8")
+        res = invoke("context", "pack", "--messages", str(root.parent / "deep.json"), "--budget", "300")
+        failed(res, 2, "usage_error", "--messages is not a JSON array of messages: nested deeper than 32 levels")
+    assert tree_digest(root) == before
+
+
 def test_a_missing_messages_file_is_a_usage_error(invoke, root: Path) -> None:
     res = invoke("context", "pack", "--messages", str(root.parent / "missing.json"), "--budget", "300")
     assert res.code == 2, res

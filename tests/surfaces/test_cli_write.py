@@ -311,3 +311,51 @@ def test_reindex_skips_a_fifo_and_a_name_that_is_not_utf8_and_indexes_the_rest(r
     assert skipped["not_regular_file"] == "notes/pipe.md"
     assert skipped["name_not_utf8"].startswith("notes/bad-")
     assert result.json()["new"] == 1  # the ordinary note
+
+
+def test_get_and_writes_refuse_a_hard_linked_note_and_change_neither_name(run, root: Path, tree_digest) -> None:
+    outside = root.parent / "private.txt"
+    outside.write_text("the door code is 4711\n")
+    os.link(outside, root / "notes" / "linked.md")
+    before = tree_digest(root)
+    error = failed(run("get", "notes/linked.md"), 4, "unreadable_file")
+    assert error["details"] == {"path": "notes/linked.md", "reason": "hard_link"}
+    error = failed(run("write", "notes/linked.md", "--kind", "append", "--content", "more"), 4, "unreadable_file")
+    assert error["details"]["reason"] == "hard_link"
+    current = sha(outside.read_bytes())
+    replace = ("write", "notes/linked.md", "--kind", "replace", "--content", "new", "--expected-hash", current)
+    assert failed(run(*replace), 4, "unreadable_file")["details"]["reason"] == "hard_link"
+    assert failed(run("write", "notes/linked.md", "--content", "new"), 4, "unreadable_file")["details"]["reason"] == (
+        "hard_link"
+    )
+    assert tree_digest(root) == before
+    assert outside.read_text() == "the door code is 4711\n" and outside.stat().st_nlink == 2
+
+
+def test_proc_files_are_read_through_the_bounded_read_without_a_traceback(run, root: Path, tree_digest) -> None:
+    """/proc files are regular files that say they are empty: read to their end, within the cap."""
+    result = run("write", "notes/status.md", "--file", "/proc/self/status")
+    assert result.code == 0, result
+    assert "\n\nName:\t" in (root / "notes/status.md").read_text()
+    before = tree_digest(root)
+    assert (
+        "Input/output error"
+        in failed(run("write", "notes/m.md", "--file", "/proc/self/mem"), 2, "usage_error")["message"]
+    )
+    failed(run("get", "/proc/self/status"), 4, "path_outside_corpus")
+    assert tree_digest(root) == before
+
+
+def test_deeply_nested_frontmatter_is_refused_on_write_and_reported_broken_on_get(run, root: Path, tree_digest) -> None:
+    """Issue 15, item 6: both ended in a traceback (the JSON parser's or the serialiser's)."""
+    before = tree_digest(root)
+    for depth in (40, 15_000):  # 15,000 levels: far past the parser's limit, within one argument's
+        deep = '{"a": ' * depth + "1" + "}" * depth
+        error = failed(run("write", "notes/deep.md", "--content", "hi", "--frontmatter", deep), 2, "usage_error")
+        assert error["message"] == "--frontmatter is not JSON: nested deeper than 32 levels"
+    assert tree_digest(root) == before
+    (root / "notes/yaml.md").write_text("---\nx: " + "[" * 400 + "]" * 400 + "\n---\n\nbody\n")
+    result = run("get", "notes/yaml.md")
+    assert result.code == 0, result
+    body = result.json()
+    assert body["frontmatter"] == {} and body["frontmatter_error"] == "frontmatter is nested deeper than 32 levels"

@@ -7,7 +7,9 @@ problem is recorded on the document.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import glob
 import hashlib
 import math
 import os
@@ -92,7 +94,7 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ReadProblem("not_regular_file", "not a regular file (fifo, socket or device)")
-        if problem := hard_link_problem(st):
+        if problem := hard_link_problem(st, path):
             raise problem
         if st.st_size > max_bytes:
             raise ReadProblem("too_large", f"{st.st_size} bytes is over the {max_bytes}-byte cap")
@@ -107,19 +109,33 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-def hard_link_problem(st: os.stat_result) -> ReadProblem | None:
+def hard_link_problem(st: os.stat_result, path: Path | None = None) -> ReadProblem | None:
     """The policy on hard links: a file with more than one name is not read. A hard link is not a
     symlink, and nothing on it says where its other names are: one may lie outside the corpus (a
     private file linked in), and finding out would mean searching the whole file system. So, as for
     a symlink leaving the corpus, the content is not taken for a note; a note meant to live in two
-    places stays in the corpus and is symlinked from the other place."""
-    if st.st_nlink <= 1:
+    places stays in the corpus and is symlinked from the other place.
+
+    One exception: Dory's own atomic writes link a temporary file into place and then remove it, so
+    for a moment a note has two names, the second being that temporary file beside it. A reader
+    (an HTTP GET during a write) must not see a hard link then. A scan passes no path: it runs as the
+    index's owner, never beside that owner's writes."""
+    if st.st_nlink <= 1 or (path is not None and st.st_nlink == 2 and _own_write_in_progress(st, path)):
         return None
     return ReadProblem(
         "hard_link",
         f"the file has {st.st_nlink} names (hard links), maybe outside the corpus; Dory reads only notes "
         "with one name: copy it instead, or symlink to it from outside the corpus",
     )
+
+
+def _own_write_in_progress(st: os.stat_result, path: Path) -> bool:
+    """Whether the other name of `path` is the temporary file of a Dory write linking it into place."""
+    for temp in path.parent.glob(f".{glob.escape(path.name)}.dory-new-*.tmp"):
+        with contextlib.suppress(OSError):
+            if temp.stat().st_ino == st.st_ino and temp.stat().st_dev == st.st_dev:
+                return True
+    return False
 
 
 def read_document(root: Path, rel: str, max_bytes: int) -> Document:

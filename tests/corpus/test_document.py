@@ -100,3 +100,18 @@ def test_a_hard_linked_file_is_not_read_as_a_note(tmp_path: Path) -> None:
     assert info.value.reason == "hard_link" and "2 names" in info.value.detail
     outside.unlink()  # now the note's only name is inside the corpus
     assert "4711" in read_document(root, "linked.md", 1000).text
+
+
+def test_a_note_read_while_a_dory_write_links_it_into_place_is_not_a_hard_link(tmp_path: Path) -> None:
+    """An atomic write links its temporary file to the note's name, then removes the temporary name:
+    a reader in between (an HTTP GET during a write) sees two names, one of them Dory's own temp file."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "note.md").write_text("# Note\n\nnew content\n")
+    temp = root / f".note.md.dory-new-{os.getpid()}-0123abcd.tmp"
+    os.link(root / "note.md", temp)
+    assert "new content" in read_document(root, "note.md", 1000).text
+    os.link(root / "note.md", root / "other.md")  # a third name that is not Dory's: refused
+    with pytest.raises(ReadProblem) as info:
+        read_document(root, "note.md", 1000)
+    assert info.value.reason == "hard_link"

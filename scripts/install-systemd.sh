@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the Dory daemon (`dory ops watch`) as a systemd *user* service.
 #
-# Usage: scripts/install-systemd.sh CORPUS_DIR [--dory PATH] [--unit-dir DIR] [--no-enable]
+# Usage: scripts/install-systemd.sh CORPUS_DIR [--http] [--dory PATH] [--unit-dir DIR] [--no-enable]
 #
 #   CORPUS_DIR      the corpus the daemon watches (must exist)
+#   --http          install dory-http.service (`dory serve`: the daemon plus HTTP) instead
 #   --dory PATH     the `dory` executable to run (default: `command -v dory`)
-#   --unit-dir DIR  where to write dory-watch.service
+#   --unit-dir DIR  where to write the unit
 #                   (default: ${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user)
 #   --no-enable     only write the files; do not run systemctl
 #
@@ -17,10 +18,9 @@ set -euo pipefail
 
 UNIT_NAME=dory-watch.service
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
-TEMPLATE="$SCRIPT_DIR/../systemd/$UNIT_NAME"
 
 usage() {
-    sed -n '4,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+    sed -n '4,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 die() {  # die CODE MESSAGE...
@@ -38,6 +38,7 @@ enable=1
 while (($# > 0)); do
     case $1 in
         -h | --help) usage; exit 0 ;;
+        --http) UNIT_NAME=dory-http.service; shift ;;
         --dory) (($# >= 2)) || die 2 "--dory needs a PATH"; dory_arg=$2; shift 2 ;;
         --dory=*) dory_arg=${1#--dory=}; shift ;;
         --unit-dir) (($# >= 2)) || die 2 "--unit-dir needs a DIR"; unit_dir=$2; shift 2 ;;
@@ -53,6 +54,7 @@ while (($# > 0)); do
     esac
 done
 
+TEMPLATE="$SCRIPT_DIR/../systemd/$UNIT_NAME"
 [[ -n $corpus_arg ]] || { usage >&2; die 2 "missing CORPUS_DIR"; }
 [[ -n ${HOME:-} ]] || die 2 "HOME is not set"
 [[ -f $TEMPLATE ]] || die 1 "unit template not found: $TEMPLATE"
@@ -120,7 +122,7 @@ mv -f -- "$tmp_unit" "$unit_path"
 
 echo "Installed:"
 echo "  environment  $env_file  (DORY_CORPUS=$corpus)"
-echo "  unit         $unit_path  (ExecStart=$dory ops watch)"
+echo "  unit         $unit_path  (ExecStart=$(sed -n 's/^ExecStart=//p' "$unit_path"))"
 
 later() {
     echo "To enable it later, from a login session with a user systemd manager:"

@@ -49,16 +49,19 @@ def run_script(home: Path, *args: str, env: dict[str, str] | None = None) -> sub
     )
 
 
-def install(tmp_path: Path, corpus_name: str = "corpus") -> tuple[Path, Path, str]:
+def install(
+    tmp_path: Path, corpus_name: str = "corpus", unit_name: str = UNIT_NAME, *flags: str
+) -> tuple[Path, Path, str]:
     """Run the installer into tmp_path; return (rendered unit, corpus, dory path)."""
     home = tmp_path / "home"
     home.mkdir()
     corpus = tmp_path / corpus_name
     corpus.mkdir()
     dory = dory_path()
-    done = run_script(home, str(corpus), "--dory", dory, "--unit-dir", str(tmp_path / "units"), "--no-enable")
+    units = str(tmp_path / "units")
+    done = run_script(home, str(corpus), *flags, "--dory", dory, "--unit-dir", units, "--no-enable")
     assert done.returncode == 0, done.stderr
-    unit = tmp_path / "units" / UNIT_NAME
+    unit = tmp_path / "units" / unit_name
     assert unit.is_file(), done.stdout
     assert str(unit) in done.stdout  # it says where it installed things
     return unit, corpus, dory
@@ -102,13 +105,22 @@ def verify(unit: Path, home: Path) -> tuple[list[str], subprocess.CompletedProce
     return command, done
 
 
-def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+def test_the_http_unit_runs_dory_serve_and_conflicts_with_the_watch_unit(tmp_path: Path) -> None:
+    unit, _, dory = install(tmp_path, "corpus", "dory-http.service", "--http")
+    text = unit.read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("ExecStart=")] == [f"ExecStart={dory} serve"]
+    assert "Conflicts=dory-watch.service" in text
+    assert not (tmp_path / "units" / UNIT_NAME).exists()
+
+
+@pytest.mark.parametrize(("unit_name", "flags"), [(UNIT_NAME, ()), ("dory-http.service", ("--http",))])
+def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path, unit_name: str, flags: tuple[str, ...]) -> None:
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze not installed (apt-get install systemd)")
-    unit, _, _ = install(tmp_path)
+    unit, _, _ = install(tmp_path, "corpus", unit_name, *flags)
     command, done = verify(unit, tmp_path / "home")
     # verify only prints problems; other units on the machine may get warnings, ours may not.
-    ours = [line for line in (done.stdout + done.stderr).splitlines() if UNIT_NAME in line]
+    ours = [line for line in (done.stdout + done.stderr).splitlines() if unit_name in line]
     assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr}"
     assert ours == [], f"{' '.join(command)}:\n" + "\n".join(ours)
 

@@ -24,8 +24,10 @@ from dory.surfaces.progress import terminal_progress
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--corpus", help="corpus folder [env DORY_CORPUS]")
 @click.option("--state-dir", help="derived state folder (default <corpus>/.dory)")
+@click.option("--server", envvar="DORY_URL", help="use a running `dory serve` at this URL [env DORY_URL]")
+@click.option("--token", envvar="DORY_TOKEN", help="its bearer token [env DORY_TOKEN]")
 @click.version_option(package_name="dory-memory")
-def cli(corpus: str | None, state_dir: str | None) -> None:
+def cli(corpus: str | None, state_dir: str | None, server: str | None, token: str | None) -> None:
     """Dory: local-first memory for you and your agents, over a folder of markdown notes."""
 
 

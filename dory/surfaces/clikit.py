@@ -21,6 +21,10 @@ from dory.errors import DoryError, UsageError, from_validation_error
 
 if TYPE_CHECKING:
     from dory.service import DoryService
+    from dory.surfaces.http.client import RemoteService
+
+    # What a command talks to: the corpus in this process, or a running `dory serve` (--server).
+    Service = DoryService | RemoteService
 
 # What a command returns: the JSON payload, and a function rendering it for people.
 Result = tuple[dict[str, Any], Callable[[], str]]
@@ -57,11 +61,20 @@ def command(fn: Callable[..., Result | None]) -> Callable[..., None]:
 
 
 @contextmanager
-def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
+def service(ctx: click.Context, **overrides: Any) -> Iterator[Service]:
+    root = ctx.find_root().params
+    if root.get("server"):
+        from dory.surfaces.http.client import RemoteService
+
+        remote = RemoteService(root["server"], root.get("token"))
+        try:
+            yield remote
+        finally:
+            remote.close()
+        return
     from dory.service import DoryService  # numpy, faiss: loaded when a command needs the corpus
     from dory.service.settings import open_settings
 
-    root = ctx.find_root().params
     settings = open_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
     svc = DoryService(settings)
     try:

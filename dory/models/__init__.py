@@ -55,6 +55,7 @@ from dory.models.memory import (
     ProposalCreateRequest,
     ProposalCreateResponse,
     ProposalDecision,
+    ProposalListRequest,
     ProposalListResponse,
     ProposalStatus,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "ProposalCreateRequest",
     "ProposalCreateResponse",
     "ProposalDecision",
+    "ProposalListRequest",
     "ProposalListResponse",
     "ProposalStatus",
     "ReindexRequest",

@@ -83,6 +83,10 @@ class ProposalCreateResponse(_Model):
     created: bool = Field(description="False when the same proposal already existed")
 
 
+class ProposalListRequest(_Model):
+    status: ProposalStatus | None = Field(None, description="only proposals with this status (default: all)")
+
+
 class ProposalListResponse(_Model):
     proposals: list[Proposal]
     counts: dict[str, int]

@@ -50,6 +50,11 @@ class Principal:
             raise Forbidden(f"the token {self.name!r} lacks the {scope!r} scope", scope=scope, token=self.name)
 
 
+# The caller when no token is involved: the CLI, MCP over stdio, and `dory serve` while no token exists
+# (then open to local callers only). Every scope, like the user at the keyboard.
+LOCAL_USER = Principal("local", frozenset({"admin"}))
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(microsecond=0)
 

@@ -12,7 +12,7 @@ import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import FastAPI
@@ -56,7 +56,13 @@ class RequestIds:
         await self.app(scope, receive, sending)
 
 
-def create_app(service: DoryService, readiness: Readiness, snapshot: Snapshot) -> FastAPI:
+def create_app(
+    service: DoryService,
+    readiness: Readiness,
+    snapshot: Snapshot,
+    also_running: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+) -> FastAPI:
+    """The app; `also_running` is entered for the app's life (the MCP transport's session manager)."""
     settings = service.settings
     events = EventHub()
     stopping = asyncio.Event()
@@ -67,7 +73,8 @@ def create_app(service: DoryService, readiness: Readiness, snapshot: Snapshot) -
         watcher = threading.Thread(target=_publish_generations, args=(service, events, done), daemon=True)
         watcher.start()
         try:
-            yield
+            async with also_running() if also_running is not None else nullcontext():
+                yield
         finally:
             stopping.set()
             done.set()

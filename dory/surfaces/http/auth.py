@@ -15,9 +15,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from dory.models import TokenScope
-from dory.service.tokens import Principal, TokenStore
+from dory.service.tokens import LOCAL_USER, Principal, TokenStore
 
-LOCAL = Principal("local", frozenset({"admin"}))
+LOCAL = LOCAL_USER
 bearer = HTTPBearer(auto_error=False, description="a token from `dory auth new NAME --scope …`")
 
 

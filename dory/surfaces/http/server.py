@@ -16,12 +16,14 @@ import socket
 from types import FrameType
 
 import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dory.config import Settings
 from dory.daemon.process import Daemon
 from dory.errors import UsageError
 from dory.service.tokens import TokenStore
 from dory.surfaces.http.app import create_app
+from dory.surfaces.mcp.server import OPEN_LOCAL, http_server
 
 log = logging.getLogger("dory.http")
 # Streams (/v1/stream) end when the server stops; other requests get this long to finish.
@@ -49,6 +51,28 @@ def bind(host: str, port: int) -> socket.socket:
     sock.listen(256)
     sock.set_inheritable(True)
     return sock
+
+
+class McpBeside:
+    """The one ASGI app `dory serve` runs: MCP's streamable HTTP transport at /mcp (and its
+    protected-resource metadata under /.well-known/), the HTTP API for everything else. While no
+    token exists at all, a request without one is given the open-local bearer value, which the
+    MCP token verifier accepts only in that state (the API treats it the same way: auth.Gate)."""
+
+    def __init__(self, api: ASGIApp, mcp: ASGIApp, tokens: TokenStore) -> None:
+        self.api = api
+        self.mcp = mcp
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/mcp" or path.startswith(("/mcp/", "/.well-known/oauth-protected-resource")):
+            headers = list(scope.get("headers", []))
+            if not any(name == b"authorization" for name, _ in headers) and not self.tokens.configured():
+                scope = dict(scope, headers=[*headers, (b"authorization", f"Bearer {OPEN_LOCAL}".encode())])
+            await self.mcp(scope, receive, send)
+            return
+        await self.api(scope, receive, send)
 
 
 def _quiet_signals() -> None:
@@ -81,9 +105,11 @@ def serve(settings: Settings, host: str, port: int, lock_wait_s: float = 60.0) -
         sock.close()
         raise
     try:
-        app = create_app(daemon.service, daemon.readiness, daemon.snapshot)
+        tokens = TokenStore(settings.tokens_path)
+        mcp = http_server(daemon.service, tokens, url)
+        api = create_app(daemon.service, daemon.readiness, daemon.snapshot, mcp.session_manager.run)
         config = uvicorn.Config(
-            app,
+            McpBeside(api, mcp.streamable_http_app(), tokens),
             log_level=settings.daemon.log_level.lower(),
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_S,

@@ -107,9 +107,10 @@ def serve(settings: Settings, host: str, port: int, lock_wait_s: float = 60.0) -
     try:
         tokens = TokenStore(settings.tokens_path)
         mcp = http_server(daemon.service, tokens, url)
+        mcp_app = mcp.streamable_http_app()  # first: it creates the session manager
         api = create_app(daemon.service, daemon.readiness, daemon.snapshot, mcp.session_manager.run)
         config = uvicorn.Config(
-            McpBeside(api, mcp.streamable_http_app(), tokens),
+            McpBeside(api, mcp_app, tokens),
             log_level=settings.daemon.log_level.lower(),
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_S,

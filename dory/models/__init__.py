@@ -89,6 +89,7 @@ from dory.models.sessions import (
     SessionUpdateRequest,
     Turn,
 )
+from dory.models.wiki import WikiCatalogue, WikiNote, WikiPage, WikiTarget
 
 __all__ = [
     "MAX_INGEST_BYTES",
@@ -175,6 +176,10 @@ __all__ = [
     "WakeRequest",
     "WakeResponse",
     "WakeSection",
+    "WikiCatalogue",
+    "WikiNote",
+    "WikiPage",
+    "WikiTarget",
     "WriteKind",
     "WriteRequest",
     "WriteResponse",

@@ -166,6 +166,10 @@ class IndexStore:
         rows = self._in_scope("SELECT id, path, size, mtime_ns, sha256 FROM files", scope)
         return {row["path"]: IndexedFile(*row) for row in rows}
 
+    def titles(self) -> dict[str, str]:
+        """Every indexed note's title, by path, in path order."""
+        return {row[0]: row[1] for row in self.conn.execute("SELECT path, title FROM files ORDER BY path")}
+
     def skipped_files(self, scope: tuple[str, ...] | None = None) -> dict[str, Skip]:
         rows = self._in_scope("SELECT path, reason, detail, size, mtime_ns FROM skipped", scope)
         return {row[0]: Skip(*row) for row in rows}

@@ -24,7 +24,6 @@ import datetime as dt
 import json
 import re
 import sqlite3
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -32,7 +31,6 @@ from typing import Any
 from dory.config import Settings
 from dory.corpus.atomic import sha256_of
 from dory.corpus.document import ReadProblem, parse_document, read_document
-from dory.corpus.paths import SESSIONS_ROOT, WIKI_ROOT
 from dory.index.store import IndexStore
 from dory.jobs import generated
 from dory.jobs.job import JobContext, JobResult
@@ -41,6 +39,7 @@ from dory.memory import graph, links
 from dory.memory.canonical import latest_timeline_date
 from dory.memory.entities import Registry, layout_family, normalise_name
 from dory.memory.frontmatter import parse_day
+from dory.memory.outside import outside_index_target
 from dory.models import BrokenLink, LinkLintRequest, ReindexResponse
 
 # An `active` page not updated for longer than this before the period is reported as stale.
@@ -49,8 +48,6 @@ MAX_ITEMS = 200  # per report section; the counts in the outputs are never cappe
 REPORT_DIR = "inbox/maintenance"
 # Generated and raw areas: nobody links to a digest or a capture on purpose, so they are never orphans.
 ORPHAN_EXEMPT = ("digests/", "inbox/", "logs/", "sources/", "core/", "wiki/")
-# Folders kept out of the durable index on purpose: a link into them is checked against the disk.
-OUTSIDE_INDEX = (SESSIONS_ROOT + "/", WIKI_ROOT + "/")
 CANONICAL_FAMILIES = ("person", "project", "concept", "decision")
 LINT_ALL = 100_000  # LinkLintRequest's ceiling: the report caps its own lists
 # Characters that cannot stand in a wikilink target (they end it or start a heading, label or block).
@@ -127,7 +124,10 @@ def _maintain(ctx: JobContext, store: IndexStore) -> JobResult:
     findings.skipped_files = _skipped(plan, conn)
     # The reports' own edges are left out, so yesterday's report never changes today's findings.
     lint = graph.lint(conn, LinkLintRequest(max_items=LINT_ALL, exclude_prefix=[REPORT_DIR + "/"]))
-    broken = [link for link in lint.broken if not _file_outside_index(ctx.settings.corpus, link)]
+    # Transcripts and wiki pages are kept out of the durable index on purpose: a link into them is
+    # checked against the disk.
+    corpus = ctx.settings.corpus
+    broken = [link for link in lint.broken if not outside_index_target(corpus, link.source, link.kind, link.target)]
     findings.broken_links = [_broken_item(link) for link in broken]
     findings.orphans = [_code(path) for path in lint.orphans if not path.startswith(ORPHAN_EXEMPT)]
     findings.stale_compiled = _stale_compiled(ctx.settings, store)
@@ -169,25 +169,6 @@ def _skipped(plan: ReindexResponse, conn: sqlite3.Connection) -> list[str]:
     for path, error in conn.execute("SELECT path, frontmatter_error FROM files WHERE frontmatter_error IS NOT NULL"):
         found.setdefault(path, ("broken_frontmatter", f"{error} (indexed as plain text)"))
     return [f"{_code(path or '.')}: {reason}: {_code(detail)}" for path, (reason, detail) in sorted(found.items())]
-
-
-def _file_outside_index(corpus: Path, link: BrokenLink) -> bool:
-    """True for a link to a session transcript or a wiki page that exists on disk: those folders are
-    kept out of the durable index on purpose (digests cite transcripts), so the graph cannot see them.
-    The target is read as the graph reads it: from the linking note's folder, then from the root."""
-    target = link.target.partition("#")[0]
-    candidates: list[str | None] = []
-    if link.kind == "markdown" or links.is_explicit_path(target):
-        candidates.append(links.relative_path(link.source, target))
-    if not links.is_explicit_path(target):
-        candidates.append(links.relative_path("", target))
-    for rel in candidates:
-        if rel and rel.startswith(OUTSIDE_INDEX):
-            name = rel if rel.lower().endswith(".md") else rel + ".md"
-            with suppress(OSError):  # a hostile target (a name too long) is just not a file
-                if (corpus / name).is_file():
-                    return True
-    return False
 
 
 def _broken_item(link: BrokenLink) -> str:

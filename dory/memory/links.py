@@ -260,6 +260,20 @@ def find_links(masked: list[str]) -> list[Link]:
     return [link for _, _, link in found]
 
 
+def written_wikilinks(text: str) -> dict[str, Link]:
+    """Each distinct `[[...]]` of `text` by what is written between its brackets, with what it says.
+    Code is not masked (a renderer knows what is code and looks up only what it renders as a link);
+    same-note headings and attachments are left out."""
+    found: dict[str, Link] = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        if "[[" not in line:
+            continue
+        for match in _WIKI.finditer(line):
+            if match.group(2) not in found and (link := _wikilink(match, number)):
+                found[match.group(2)] = link
+    return found
+
+
 def _wikilink(match: re.Match[str], line: int) -> Link | None:
     target, _, label = match.group(2).partition("|")
     target = target.removesuffix("\\")  # `[[note\|label]]` inside a table cell

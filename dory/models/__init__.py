@@ -90,6 +90,7 @@ from dory.models.sessions import (
     SessionUpdateRequest,
     Turn,
 )
+from dory.models.wiki import WikiCatalogue, WikiNote, WikiPage, WikiTarget
 
 __all__ = [
     "MAX_INGEST_BYTES",
@@ -177,6 +178,10 @@ __all__ = [
     "WakeRequest",
     "WakeResponse",
     "WakeSection",
+    "WikiCatalogue",
+    "WikiNote",
+    "WikiPage",
+    "WikiTarget",
     "WriteKind",
     "WriteRequest",
     "WriteResponse",

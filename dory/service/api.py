@@ -18,10 +18,9 @@ from typing import Any, TypeVar, cast
 from dory.config import Settings
 from dory.context.wake import RecentSession, build_wake
 from dory.corpus.atomic import sweep_leftovers
-from dory.corpus.document import ReadProblem, read_document
-from dory.corpus.paths import IgnoreRules, normalize_rel, resolve_note
+from dory.corpus.paths import normalize_rel
 from dory.corpus.template import copy_template
-from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound, UnreadableFile
+from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound
 from dory.index import vector_pass
 from dory.index.embedders.model_files import install_model, model_status
 from dory.index.indexer import Progress, no_progress
@@ -72,12 +71,14 @@ from dory.service import control
 from dory.service.context import ContextService
 from dory.service.freshness import current_generation, wait_for_generation
 from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
+from dory.service.notes import read_note
 from dory.service.owner import IndexOwner, local_ownership
 from dory.service.resources import Resources
 from dory.service.session_deps import SessionDeps
 from dory.service.sessions import SessionService
 from dory.service.settings import check_settings
 from dory.service.status import StatusReport
+from dory.service.wiki import WikiService
 from dory.service.write_ops import WriteRunner
 from dory.service.writes import (
     RESPONSES,
@@ -110,6 +111,7 @@ class DoryService:
         deps = SessionDeps(settings, self.resources, self.index_paths, self.proposal_create, self.wake)
         self.sessions = SessionService(deps)
         self.context = ContextService(deps)
+        self.wiki = WikiService(settings, self.resources, self._require_index)
         # Set by a daemon in this process (`dory serve`): changes go straight to its writer thread.
         self.in_process_owner: InProcessOwner | None = None
 
@@ -170,16 +172,12 @@ class DoryService:
             raise NotFound("the corpus has not been indexed yet; run `dory reindex`")
 
     def get(self, req: GetRequest) -> GetResponse:
-        rel, _ = resolve_note(self.settings.corpus, req.path, IgnoreRules(self.settings.index.ignore))
-        try:
-            doc = read_document(Path(self.settings.corpus), rel, self.settings.index.max_file_bytes)
-        except ReadProblem as problem:
-            raise UnreadableFile(f"{rel}: {problem.detail}", path=rel, reason=problem.reason) from problem
+        doc = read_note(self.settings, req.path)
         lines = doc.lines
         start = min(req.from_line, max(len(lines), 1))
         end = len(lines) if req.lines is None else min(len(lines), start + req.lines - 1)
         return GetResponse(
-            path=rel,
+            path=doc.path,
             title=doc.title,
             frontmatter=doc.frontmatter,
             frontmatter_error=doc.frontmatter_error,

@@ -35,8 +35,9 @@ def _settings(ctx: click.Context, **overrides: Any) -> Settings:
 def serve(
     ctx: click.Context, host: str | None, port: int | None, log_level: str | None, log_file: str | None, wait_s: float
 ) -> None:
-    """Serve HTTP (/v1, /healthz, /readyz, /metrics, /v1/stream) and run the daemon in the same process,
-    until SIGTERM / Ctrl-C. Refuses a non-loopback address unless tokens exist (`dory auth new`)."""
+    """Serve HTTP (/v1, /healthz, /readyz, /metrics, /v1/stream, the /wiki for people) and run the daemon
+    in the same process, until SIGTERM / Ctrl-C. Refuses a non-loopback address unless tokens exist
+    (`dory auth new`)."""
     from dory.daemon.process import setup_logging
     from dory.surfaces.http.server import serve as run_server
 

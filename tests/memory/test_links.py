@@ -13,6 +13,7 @@ from dory.memory.links import (
     mention_names,
     note_names,
     relative_path,
+    written_wikilinks,
 )
 
 
@@ -49,6 +50,17 @@ def test_same_note_headings_and_attachments_are_not_note_links() -> None:
 
 def test_wikilink_in_a_table_cell_with_escaped_pipe() -> None:
     assert extract_links(["| [[Note\\|alias]] | x |"]) == [Link("wikilink", "Note", 1, label="alias")]
+
+
+def test_written_wikilinks_are_keyed_by_the_text_between_the_brackets() -> None:
+    """What a renderer looks up: every distinct `[[...]]`, code included (the renderer knows what is
+    code), headings and attachments left out as the graph leaves them out."""
+    text = "[[A|one]] and [[A|one]]\n`[[Coded]]`\n![[B#Part]] [[#local]] ![[photo.png]]"
+    assert written_wikilinks(text) == {
+        "A|one": Link("wikilink", "A", 1, label="one"),
+        "Coded": Link("wikilink", "Coded", 2),
+        "B#Part": Link("wikilink", "B", 3, heading="Part", embed=True),
+    }
 
 
 def test_links_come_in_reading_order_with_their_line() -> None:

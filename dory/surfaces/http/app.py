@@ -26,6 +26,7 @@ from dory.surfaces.http.auth import Gate
 from dory.surfaces.http.events import EventHub
 from dory.surfaces.http.limits import BodyLimit, Limits
 from dory.surfaces.http.metrics import Metrics, RequestMetrics
+from dory.surfaces.http.wiki import routes as wiki_routes
 
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
 Readiness = Callable[[], dict[str, Any]]
@@ -94,7 +95,7 @@ def create_app(
     app.state.readiness = readiness
     app.state.metrics = Metrics(service, snapshot)
     errors.install(app, app.state.metrics.error)
-    for module in (routes_read, routes_write, routes_ops):
+    for module in (routes_read, routes_write, routes_ops, wiki_routes):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.http.max_body_bytes)
     app.add_middleware(RequestMetrics, metrics=app.state.metrics)

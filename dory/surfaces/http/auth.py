@@ -2,8 +2,9 @@
 
 With no active token at all the server is open, but only on a loopback address (`dory serve`
 refuses anything else without tokens): every caller is then the local user, "local", with every
-scope, as the CLI would be. As soon as one token exists, every route but /healthz and /readyz needs
-one. The caller's token name is the agent recorded on its writes and sessions.
+scope, as the CLI would be. As soon as one token exists, every route but /healthz, /readyz and the
+wiki's stylesheet needs one. The caller's token name is the agent recorded on its writes and
+sessions. The /wiki routes also take the token from a cookie, for browsers (wiki/access.py).
 """
 
 from __future__ import annotations
@@ -25,23 +26,29 @@ class Gate:
     def __init__(self, tokens: TokenStore) -> None:
         self.tokens = tokens
 
-    def authenticate(self, credentials: HTTPAuthorizationCredentials | None) -> Principal:
-        if credentials is None and not self.tokens.configured():
+    def authenticate(self, secret: str | None) -> Principal:
+        if secret is None and not self.tokens.configured():
             return LOCAL
-        return self.tokens.verify(credentials.credentials if credentials else None)
+        return self.tokens.verify(secret)
+
+
+def admit(request: Request, secret: str | None, scope: TokenScope) -> Principal:
+    """The principal a token stands for, refused (403) without `scope`, rate-limited per token, and
+    recorded as the request's caller."""
+    principal: Principal = request.app.state.gate.authenticate(secret)
+    principal.require(scope)
+    request.app.state.limits.rate.check(principal.name)
+    request.state.caller = principal.name
+    return principal
 
 
 def caller(scope: TokenScope) -> Callable[..., Awaitable[Principal]]:
-    """A dependency: the authenticated principal, refused (403) without `scope`, rate-limited per token."""
+    """A dependency: the principal of the request's bearer token (see `admit`)."""
 
     async def dependency(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
     ) -> Principal:
-        principal: Principal = request.app.state.gate.authenticate(credentials)
-        principal.require(scope)
-        request.app.state.limits.rate.check(principal.name)
-        request.state.caller = principal.name
-        return principal
+        return admit(request, credentials.credentials if credentials else None, scope)
 
     return dependency
 

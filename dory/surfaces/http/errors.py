@@ -26,14 +26,19 @@ def request_id_of(request: Request) -> str:
     return str(getattr(request.state, "request_id", ""))
 
 
-def error_response(exc: DoryError, request_id: str) -> JSONResponse:
-    body = exc.to_dict() | {"request_id": request_id}
+def error_headers(exc: DoryError, request_id: str) -> dict[str, str]:
+    """The headers an error answer carries, whatever its body (JSON here, HTML in the wiki)."""
     headers = {"X-Request-Id": request_id}
     if isinstance(exc, RateLimited):
         headers["Retry-After"] = str(max(1, round(float(exc.details.get("retry_after_s", 1)))))
     if type(exc) is Unauthorized:
         headers["WWW-Authenticate"] = 'Bearer realm="dory"'
-    return JSONResponse({"error": body}, status_code=exc.http_status, headers=headers)
+    return headers
+
+
+def error_response(exc: DoryError, request_id: str) -> JSONResponse:
+    body = exc.to_dict() | {"request_id": request_id}
+    return JSONResponse({"error": body}, status_code=exc.http_status, headers=error_headers(exc, request_id))
 
 
 def _problems(errors: Any) -> list[dict[str, str]]:

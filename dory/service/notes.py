@@ -1,0 +1,20 @@
+"""Reading one note for a caller: the path checks every surface relies on, then the document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dory.config import Settings
+from dory.corpus.document import Document, ReadProblem, read_document
+from dory.corpus.paths import IgnoreRules, resolve_note
+from dory.errors import UnreadableFile
+
+
+def read_note(settings: Settings, path: str) -> Document:
+    """The note at a caller's `path`: refused outside the corpus, in ignored folders (`.git/`,
+    `.dory/`, the quarantine) and for anything but a markdown file; UnreadableFile when it cannot be read."""
+    rel, _ = resolve_note(settings.corpus, path, IgnoreRules(settings.index.ignore))
+    try:
+        return read_document(Path(settings.corpus), rel, settings.index.max_file_bytes)
+    except ReadProblem as problem:
+        raise UnreadableFile(f"{rel}: {problem.detail}", path=rel, reason=problem.reason) from problem

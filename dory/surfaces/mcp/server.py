@@ -5,7 +5,9 @@ tokens, checked by the SDK's token verifier, and the protected-resource metadata
 Who calls: over HTTP the verified token (its name is the agent of the writes; its scopes decide which
 tools it sees and may call); over stdio the local user, with every scope, as the CLI would be. A Dory
 error comes back as a tool error whose text is the usual error body (`{"error": {"code", ...}}`), so
-a client can read the stable code; the server itself never fails because a call did.
+a client can read the stable code; the server itself never fails because a call did. A name that
+does not exist (tool, prompt, note) is a protocol error, -32602, as the spec asks: there is nothing
+to call or read, so it is not a tool result.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 
-from dory.errors import DoryError, Forbidden, NotFound, Unauthorized, from_validation_error
+from dory.errors import DoryError, Forbidden, InvalidInput, NotFound, Unauthorized, from_validation_error
 from dory.models import GetRequest
 from dory.service import DoryService
 from dory.service.tokens import LOCAL_USER, Principal, TokenStore
@@ -99,7 +102,9 @@ class DoryMCP(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         who = _principal()
         spec = self.specs.get(name)
-        if spec is not None and not who.allows(spec.scope):
+        if spec is None:  # the SDK would answer with a tool result; the spec says protocol error
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+        if not who.allows(spec.scope):
             return _tool_error(Forbidden(f"the token {who.name!r} lacks the {spec.scope!r} scope", scope=spec.scope))
         reset = _caller.set(who)
         try:
@@ -107,14 +112,23 @@ class DoryMCP(MCPServer):
         except ToolError as exc:  # the SDK refused the arguments against the input schema
             if isinstance(exc.__cause__, pydantic.ValidationError):
                 return _tool_error(from_validation_error(exc.__cause__))
-            if spec is None:
-                return _tool_error(NotFound(f"no tool named {name!r}", tool=name))
             raise
         finally:
             _caller.reset(reset)
 
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        # The SDK answers an unknown prompt with error code 0; the spec asks for -32602.
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
+        return await super().get_prompt(name, arguments, context)
+
     def _read_note(self, path: str) -> str:
-        return self.service.get(GetRequest(path=path)).content
+        try:
+            return self.service.get(GetRequest(path=path)).content
+        except (NotFound, InvalidInput) as exc:
+            # No readable note at that URI (missing, hidden, not markdown, outside the corpus): the
+            # protocol's "resource not found" (-32602 with the URI), not a crash of the server (-32603).
+            raise ResourceNotFoundError(exc.message) from exc
 
 
 def _tool_function(spec: ToolSpec, service: DoryService) -> Any:

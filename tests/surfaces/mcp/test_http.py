@@ -15,6 +15,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from support.daemon import daemon_env
 from support.server import ServerProcess, cli
 
@@ -82,6 +84,29 @@ def test_a_write_token_writes_and_a_sessions_token_is_the_agent_of_its_sessions(
     with server.client(tokens["reader"]) as http:
         sessions = http.get("/v1/sessions").json()["sessions"]
     assert [s["agent"] for s in sessions] == ["bot-9"]
+
+
+def test_an_unknown_tool_prompt_or_note_is_an_invalid_params_protocol_error(
+    served: tuple[ServerProcess, dict],
+) -> None:
+    """What the conformance suite showed: the spec answers an unknown name with -32602, not with a
+    tool result (unknown tool), code 0 (unknown prompt) or an internal error (missing note)."""
+    server, tokens = served
+    missing = "dory://note/notes/none.md"
+
+    async def scenario() -> None:
+        async with connected(server.url, tokens["reader"]) as mcp:
+            with pytest.raises(MCPError) as tool:
+                await mcp.call_tool("no_such_tool", {})
+            with pytest.raises(MCPError) as prompt:
+                await mcp.get_prompt("no_such_prompt")
+            with pytest.raises(MCPError) as note:
+                await mcp.read_resource(missing)
+        assert [tool.value.code, prompt.value.code, note.value.code] == [INVALID_PARAMS] * 3
+        assert note.value.error.data == {"uri": missing}
+        assert "notes/none.md" in note.value.error.message
+
+    anyio.run(scenario)
 
 
 def test_without_a_valid_token_mcp_is_401_pointing_at_its_resource_metadata(served: tuple[ServerProcess, dict]) -> None:

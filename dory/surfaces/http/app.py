@@ -27,6 +27,7 @@ from dory.surfaces.http.events import EventHub
 from dory.surfaces.http.limits import BodyLimit, Limits
 from dory.surfaces.http.metrics import Metrics, RequestMetrics
 from dory.surfaces.http.wiki import routes as wiki_routes
+from dory.version import package_version
 
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
 Readiness = Callable[[], dict[str, Any]]
@@ -83,7 +84,7 @@ def create_app(
     app = FastAPI(
         title="Dory",
         summary="Local-first memory for a person and their AI agents",
-        version=_version(),
+        version=package_version(),
         lifespan=lifespan,
     )
     app.state.service = service
@@ -112,12 +113,3 @@ def _publish_generations(service: DoryService, events: EventHub, done: threading
         except IndexBehind:
             continue
         events.publish("index", {"generation": seen})
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dory-memory")
-    except PackageNotFoundError:
-        return "0"

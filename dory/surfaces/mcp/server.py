@@ -31,6 +31,7 @@ from dory.models import GetRequest
 from dory.service import DoryService
 from dory.service.tokens import LOCAL_USER, Principal, TokenStore
 from dory.surfaces.mcp.tools import TOOLS, ToolSpec
+from dory.version import package_version
 
 LOCAL = LOCAL_USER
 # The bearer value the HTTP app passes for a caller without a token while no token exists at all
@@ -79,7 +80,7 @@ def _tool_error(exc: DoryError) -> CallToolResult:
 
 class DoryMCP(MCPServer):
     def __init__(self, service: DoryService, **kwargs: Any) -> None:
-        super().__init__("dory", instructions=INSTRUCTIONS, **kwargs)
+        super().__init__("dory", instructions=INSTRUCTIONS, version=package_version(), **kwargs)
         self.service = service
         self.specs = {spec.name: spec for spec in TOOLS}
         for spec in TOOLS:

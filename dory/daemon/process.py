@@ -53,7 +53,7 @@ class Daemon:
     def __init__(self, settings: Settings, lock_wait_s: float = 0.0) -> None:
         self.settings = settings
         self.lock_wait_s = lock_wait_s
-        self.service = DoryService(settings)
+        self.service = DoryService(settings, surface="daemon")
         cfg = settings.daemon
         self.changes = ChangeQueue(cfg.debounce_ms / 1000, cfg.max_delay_ms / 1000)
         self.writer = IndexWriter(self.service, self.changes, on_change=lambda: None)

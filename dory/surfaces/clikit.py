@@ -63,7 +63,7 @@ def service(ctx: click.Context, **overrides: Any) -> Iterator[DoryService]:
 
     root = ctx.find_root().params
     settings = open_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
-    svc = DoryService(settings)
+    svc = DoryService(settings, surface="cli")
     try:
         yield svc
     finally:

@@ -43,6 +43,9 @@ class IndexSettings(_Section):
 class WriteSettings(_Section):
     # Content of one write (exact or semantic); larger notes are written in an editor.
     max_bytes: int = Field(262_144, ge=1, le=2_000_000)
+    # Content that only may be a prompt injection (a borderline score): kept in inbox/quarantine/ for
+    # a person, or refused like a sure one.
+    suspect_content: Literal["quarantine", "reject"] = "quarantine"
 
 
 class EmbedderSection(_Section):

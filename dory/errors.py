@@ -174,6 +174,13 @@ class PromptInjection(UnsafeContent):
     code = "prompt_injection"
 
 
+class SectionMarker(UnsafeContent):
+    """Written content would forge the structure Dory owns on a page: the timeline marker, or a
+    canonical page's Timeline / Evidence sections (which are append-only)."""
+
+    code = "section_marker"
+
+
 class CanonicalWriteRefused(InvalidInput):
     """A live semantic write would change a canonical page without `allow_canonical`."""
 

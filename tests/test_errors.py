@@ -51,6 +51,7 @@ TABLE = {
     "TagCharacters": ("tag_characters", 422, 4),
     "ControlCharacters": ("control_characters", 422, 4),
     "PromptInjection": ("prompt_injection", 422, 4),
+    "SectionMarker": ("section_marker", 422, 4),
     "CanonicalWriteRefused": ("canonical_target", 403, 4),
     "AmbiguousSubject": ("ambiguous_subject", 400, 4),
     "BackendUnavailable": ("backend_unavailable", 503, 5),

@@ -14,6 +14,8 @@ IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules"
 # Corpus folders never indexed nor served to agents: quarantined writes wait there for a person.
 QUARANTINE_DIR = "inbox/quarantine"
 UNSERVED_DIRS = frozenset({QUARANTINE_DIR})
+# The write log: one JSON line per file each write changed (who, when, through what, which lines).
+WRITE_LOG_DIR = "logs/writes"
 # Agent session transcripts: served by `get`, indexed in the session plane, never in durable memory.
 SESSIONS_ROOT = "logs/sessions"
 # The compiled wiki is generated from canonical pages: readable, never indexed as evidence.

@@ -50,10 +50,12 @@ JOB_DEFAULTS = {"coalesce": True, "misfire_grace_time": 12 * 3600, "max_instance
 
 
 class Daemon:
-    def __init__(self, settings: Settings, lock_wait_s: float = 0.0) -> None:
+    def __init__(self, settings: Settings, lock_wait_s: float = 0.0, surface: str = "daemon") -> None:
+        """`surface` is what the write log records for writes made through this daemon's own service
+        (`dory serve` passes "http": its HTTP and MCP callers use that service)."""
         self.settings = settings
         self.lock_wait_s = lock_wait_s
-        self.service = DoryService(settings)
+        self.service = DoryService(settings, surface=surface)
         cfg = settings.daemon
         self.changes = ChangeQueue(cfg.debounce_ms / 1000, cfg.max_delay_ms / 1000)
         self.writer = IndexWriter(self.service, self.changes, on_change=lambda: None)

@@ -467,6 +467,47 @@ def compile_page(page: Page, family: str, slug: str, claims: list[Claim], events
     return work
 
 
+# --- what Dory owns on a page (for checking written content) ------------------------------------
+
+
+def unfenced_lines(body: str) -> list[tuple[int, str]]:
+    """(line number, line) of every line outside fenced code, numbered from 1."""
+    lines = _split(body)
+    return [
+        (number, line)
+        for number, (line, fenced) in enumerate(zip(lines, _fence_mask(lines), strict=True), 1)
+        if not fenced
+    ]
+
+
+def owned_lines(body: str, with_sections: bool) -> list[tuple[int, str]]:
+    """The lines Dory owns on a page, numbered from 1: the marker and every line below it; on a page
+    without one and `with_sections`, its `## Timeline` / `## Evidence` sections (compiling adopts
+    them). Blank lines are left out and trailing spaces stripped, so two versions compare as text."""
+    lines = _split(body)
+    mask = _fence_mask(lines)
+    marker = _find_marker(lines, mask)
+    picked: list[int] = []
+    if marker is not None:
+        picked = list(range(marker, len(lines)))
+    elif with_sections:
+        picked = _lower_section_rows(lines, mask)
+    return [(i + 1, lines[i].rstrip()) for i in picked if lines[i].strip()]
+
+
+def _lower_section_rows(lines: list[str], mask: list[bool]) -> list[int]:
+    """Rows of every `## Timeline` / `## Evidence` section: its heading up to the next H2."""
+    rows: list[int] = []
+    inside = False
+    for i, (line, fenced) in enumerate(zip(lines, mask, strict=True)):
+        name = None if fenced else _h2(line)
+        if name is not None:
+            inside = _name_key(name) in ("timeline", "evidence")
+        if inside:
+            rows.append(i)
+    return rows
+
+
 # --- exact appends and timeline reads ------------------------------------------------------------
 
 

@@ -9,7 +9,11 @@ notes safe:
 - a note whose frontmatter cannot be parsed is never rewritten (`broken_frontmatter`);
 - when the caller gives no frontmatter, the existing block is kept line for line (comments,
   quoting, key order) and only the fields Dory must change are edited in place;
-- unsafe content is rejected with a specific code, or with `soft` quarantined for a person.
+- unsafe content is rejected with a specific code, or with `soft` quarantined for a person;
+  content that only may be a prompt injection (a borderline score) is quarantined by default;
+- content may not forge the timeline Dory owns on a page (structure.py: `section_marker`);
+- every write that changes a file is recorded in the write log (provenance.py), in the same
+  journaled operation.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from dory.errors import (
     UsageError,
     WriteConflict,
 )
-from dory.memory import canonical, frontmatter, safety
+from dory.memory import canonical, frontmatter, provenance, safety, structure
 from dory.memory.entities import slugify
+from dory.memory.write_paths import check_write_path
 from dory.models import WriteRequest, WriteResponse
 
 _DATED_BULLET = re.compile(r"^\s*- \d{4}-\d{2}-\d{2}:")
@@ -51,29 +56,35 @@ class WritePlan:
 
 
 class ExactWriter:
-    def __init__(self, settings: Settings, journal: Journal) -> None:
+    def __init__(self, settings: Settings, journal: Journal, origin: provenance.Origin | None = None) -> None:
         self.settings = settings
         self.root = settings.corpus
         self.journal = journal
+        self.origin = origin or provenance.Origin()
         self.rules = IgnoreRules(settings.index.ignore)
 
     def write(self, req: WriteRequest) -> WritePlan:
         plan = self.plan(req)
         if not req.dry_run:
-            self.apply(plan, req.kind)
+            self.apply(plan, req)
         return plan
 
-    def apply(self, plan: WritePlan, op: str) -> None:
-        self.journal.apply(op, plan.changes, plan.response.model_dump(mode="json"))
+    def apply(self, plan: WritePlan, req: WriteRequest) -> None:
+        """The planned changes and their record in the write log, as one journaled operation."""
+        changes = list(plan.changes)
+        if changes:
+            written = provenance.Written(req.kind, plan.response.action, req.agent, req.source)
+            log = provenance.record(self.root, self.origin, written, changes)
+            plan.response.provenance = log.path
+            changes.append(log)
+        self.journal.apply(req.kind, changes, plan.response.model_dump(mode="json"))
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, req: WriteRequest) -> WritePlan:
-        rel, _ = safety.check_write_path(self.root, req.path, self.rules)
-        problems = safety.scan_content(_scanned_text(req), self.settings.write.max_bytes)
-        if problems:
-            if not req.soft:
-                raise safety.error_for(problems[0])
-            return self._quarantine(rel, req, problems[0])
+        rel, _ = check_write_path(self.root, req.path, self.rules)
+        held = self._screen(rel, req, safety.scan_content(_scanned_text(req), self.settings.write.max_bytes))
+        if held is not None:
+            return held
         if req.kind == "create":
             return self._create(rel, req)
         if req.kind == "append":
@@ -87,6 +98,9 @@ class ExactWriter:
             current = read_note(self.root, rel, self.settings.index.max_file_bytes)
             raise AlreadyExists(f"{rel} already exists; use append or replace", path=rel, current_hash=current.sha256)
         fm, body = _given(rel, req)
+        held = self._screen(rel, req, structure.in_write(rel, "create", body, None))
+        if held is not None:
+            return held
         data = frontmatter.render(frontmatter.normalise(fm, rel, _heading(body)), body)
         return self._single(rel, "created", None, data, req)
 
@@ -95,6 +109,9 @@ class ExactWriter:
             return self._create(rel, req.model_copy(update={"kind": "create"}))
         doc = self._editable(rel)
         given_fm, text = _given(rel, req)
+        held = self._screen(rel, req, structure.in_write(rel, "append", text, None))
+        if held is not None:
+            return held
         body = canonical.append_text(_body(doc), text)
         only_timeline = canonical.TIMELINE_MARKER in body and all(
             _DATED_BULLET.match(line) for line in text.splitlines() if line.strip()
@@ -117,6 +134,9 @@ class ExactWriter:
             )
         doc = self._editable(rel, data)
         given_fm, body = _given(rel, req)
+        held = self._screen(rel, req, structure.in_write(rel, "replace", body, _body(doc)))
+        if held is not None:
+            return held
         body = "\n" + body.strip("\n") if doc.body_start else body
         data = self._with_frontmatter(doc, given_fm, {"updated": frontmatter.today()}, body)
         return self._single(rel, "replaced", doc.sha256, data, req)
@@ -150,11 +170,17 @@ class ExactWriter:
         plan.response.tombstone = stone_rel
         return plan
 
+    def _screen(self, rel: str, req: WriteRequest, problems: list[safety.Problem]) -> WritePlan | None:
+        """None when the write goes ahead; else the plan that quarantines it (or the error is raised)."""
+        problem = safety.screen(problems, req.soft, self.settings.write.suspect_content)
+        return None if problem is None else self._quarantine(rel, req, problem)
+
     def _quarantine(self, rel: str, req: WriteRequest, problem: safety.Problem) -> WritePlan:
         extra = {
             "original_target": rel,
             "original_kind": req.kind,
             "agent": req.agent,
+            "source": req.source,
             "original_frontmatter": req.frontmatter,
         }
         return plan_quarantine(

@@ -82,6 +82,8 @@ class ProposalStore:
                 "supersedes_claims": write.action == "replace" and bool(dry.ended_claims),
                 "retires_claims": write.action == "forget",
                 "unchanged": dry.action == "unchanged",
+                # applying it would quarantine it (a borderline injection score): review the reason
+                "quarantined": dry.action == "quarantined",
             },
         )
         self._save(proposal)

@@ -1,11 +1,13 @@
 """Semantic writes: "remember this about X" → a claim event, its evidence, and X's page re-rendered.
 
-The pipeline, in order: safety scan; resolve the subject through the entity registry (a decision
-gets its own page; an unknown subject with a `scope` gets a new page in that family, otherwise it
-is rejected with the nearest candidates); build the claim event (write adds, replace supersedes
-the entity's active claims of that kind, forget retires the matching ones); replay the entity's
-events plus the new one to get its claims; render the page from them (hand-written text kept);
-then write the immutable evidence artifact and the page as one journaled operation.
+The pipeline, in order: safety scan (a borderline injection score quarantines the write, as unsafe
+content does with `soft`; the timeline marker is refused in any of its text); resolve the subject
+through the entity registry (a decision gets its own page; an unknown subject with a `scope` gets a
+new page in that family, otherwise it is rejected with the nearest candidates); build the claim
+event (write adds, replace supersedes the entity's active claims of that kind, forget retires the
+matching ones); replay the entity's events plus the new one to get its claims; render the page
+from them (hand-written text kept); then write the immutable evidence artifact, the page and their
+record in the write log (provenance.py) as one journaled operation.
 
 Everything before the last step only reads, so a dry run shows exactly what a live write would do.
 """
@@ -28,7 +30,7 @@ from dory.errors import (
     NotFound,
     UnresolvedSubject,
 )
-from dory.memory import canonical, claims, frontmatter, safety
+from dory.memory import canonical, claims, frontmatter, provenance, safety, structure
 from dory.memory.claims import ClaimEvent
 from dory.memory.entities import FAMILIES, Entity, Registry, normalise_name, page_path, slugify
 from dory.memory.exact import WritePlan, plan_quarantine, read_editable, set_fields
@@ -45,24 +47,33 @@ class SemanticPlan:
 
 
 class SemanticWriter:
-    def __init__(self, settings: Settings, conn: sqlite3.Connection, journal: Journal) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        conn: sqlite3.Connection,
+        journal: Journal,
+        origin: provenance.Origin | None = None,
+    ) -> None:
         self.settings = settings
         self.conn = conn
         self.journal = journal
+        self.origin = origin or provenance.Origin()
 
     def write(self, req: MemoryWriteRequest) -> SemanticPlan:
         plan = self.plan(req)
         if not req.dry_run and plan.changes:
-            self.journal.apply("memory-write", plan.changes, plan.response.model_dump(mode="json"))
+            written = provenance.Written("memory-write", plan.response.action, req.agent, req.source)
+            log = provenance.record(self.settings.corpus, self.origin, written, plan.changes)
+            plan.response.provenance = log.path
+            self.journal.apply("memory-write", [*plan.changes, log], plan.response.model_dump(mode="json"))
         return plan
 
     def plan(self, req: MemoryWriteRequest) -> SemanticPlan:
         text = "\n".join(part for part in (req.subject, req.content, req.reason or "") if part)
-        problems = safety.scan_content(text, self.settings.write.max_bytes)
-        if problems:
-            if not req.soft:
-                raise safety.error_for(problems[0])
-            return self._quarantine(req, f"{problems[0].code}: {problems[0].message}")
+        problems = safety.scan_content(text, self.settings.write.max_bytes) + structure.in_text(text)
+        problem = safety.screen(problems, req.soft, self.settings.write.suspect_content)
+        if problem is not None:
+            return self._quarantine(req, f"{problem.code}: {problem.message}")
         try:
             entity, matched_by = self.resolve(req)
         except (UnresolvedSubject, AmbiguousSubject) as exc:

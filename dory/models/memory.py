@@ -51,6 +51,7 @@ class MemoryWriteResponse(_Model):
     preview: str | None = Field(None, description="dry run: the page as it would be rendered")
     quarantine: str | None = None
     reason: str | None = None
+    provenance: str | None = Field(None, description="the write log that records who wrote this (logs/writes/)")
     warnings: list[str] = Field(default_factory=list)
 
 

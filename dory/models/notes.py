@@ -42,6 +42,7 @@ class WriteRequest(_Model):
     dry_run: bool = False
     soft: bool = Field(False, description="quarantine unsafe content instead of rejecting it")
     agent: str | None = Field(None, max_length=200)
+    source: str | None = Field(None, max_length=4096, description="where the content came from (a note, session, URL)")
 
 
 class WriteResponse(_Model):
@@ -58,4 +59,5 @@ class WriteResponse(_Model):
     tombstone: str | None = None
     quarantine: str | None = None
     reason: str | None = Field(None, description="why content was quarantined")
+    provenance: str | None = Field(None, description="the write log that records who wrote this (logs/writes/)")
     warnings: list[str] = Field(default_factory=list)

@@ -104,8 +104,10 @@ T = TypeVar("T")
 
 
 class DoryService:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, surface: str = "api") -> None:
+        """`surface` names who calls this service (cli, http, mcp, daemon): the write log records it."""
         self.settings = check_settings(settings)
+        self.surface = surface
         self.resources = Resources(settings)
         self.owner = IndexOwner(settings, self.resources)
         deps = SessionDeps(settings, self.resources, self.index_paths, self.proposal_create, self.wake)
@@ -241,7 +243,7 @@ class DoryService:
         """Run a write operation as the index's one writer: in the daemon when it runs (over its
         socket, with a deadline), else here under the writer lock. The answer is validated against
         the operation's response model before it is returned."""
-        call = new_call(operation, request_id)
+        call = new_call(operation, request_id, self.surface)
         if self.in_process_owner is not None:
             return self._checked(call, self.in_process_owner.write(call))
         with suppress(DaemonNotRunning):
@@ -268,7 +270,7 @@ class DoryService:
 
     def run_call(self, call: WriterCall) -> dict[str, Any]:
         """Apply one writer call as the index's owner (the daemon's writer thread, or under the lock)."""
-        return self._checked(call, WriteRunner(self.settings, self.owner).run(call))
+        return self._checked(call, WriteRunner(self.settings, self.owner, call.surface).run(call))
 
     @staticmethod
     def _checked(call: WriterCall, answer: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 from dory.config import Settings
 from dory.memory.exact import ExactWriter
 from dory.memory.proposals import ProposalStore
+from dory.memory.provenance import Origin
 from dory.memory.semantic import SemanticWriter
 from dory.models import MemoryWriteRequest, MemoryWriteResponse, Proposal, ProposalDecision, WriteRequest
 from dory.service.owner import IndexOwner
@@ -23,9 +24,10 @@ MEMORY_ROOTS = ["people", "projects", "concepts", "decisions", "core", "sources/
 
 
 class WriteRunner:
-    def __init__(self, settings: Settings, owner: IndexOwner) -> None:
+    def __init__(self, settings: Settings, owner: IndexOwner, surface: str = "api") -> None:
         self.settings = settings
         self.owner = owner
+        self.surface = surface  # the surface the calls come through, for the write log
 
     def run(self, call: WriterCall) -> dict[str, Any]:
         op, rid = call.operation, call.request_id
@@ -45,13 +47,14 @@ class WriteRunner:
         return self.apply_proposal(op.request, rid).model_dump(mode="json")
 
     def exact(self, req: WriteRequest, rid: str) -> dict[str, Any]:
-        plan = ExactWriter(self.settings, self.owner.journal(rid)).write(req)
+        plan = ExactWriter(self.settings, self.owner.journal(rid), Origin(rid, self.surface)).write(req)
         plan.response.generation = self.owner.index_paths(plan.response.files).generation
         plan.response.indexed = plan.response.action != "quarantined"  # quarantine is never indexed
         return plan.response.model_dump(mode="json")
 
     def semantic_writer(self, rid: str | None = None) -> SemanticWriter:
-        return SemanticWriter(self.settings, self.owner.resources.store().conn, self.owner.journal(rid))
+        conn = self.owner.resources.store().conn
+        return SemanticWriter(self.settings, conn, self.owner.journal(rid), Origin(rid, self.surface))
 
     def memory(self, req: MemoryWriteRequest, rid: str) -> MemoryWriteResponse:
         done = self.owner.receipts().get(rid)

@@ -1,10 +1,11 @@
 """Typed writer operations: what may change the corpus and the index, and how it reaches the owner.
 
-Every write is one `WriterCall`: a request id (the idempotency key), a deadline, and one typed
-operation. `WriteGateway.submit` sends it to the running daemon over the control socket, or, when
-no daemon runs, applies it in this process under the writer lock. The owner applies a request id
-once: a retry of a request already applied is answered from its receipt (see receipts.py), so a
-client that lost its answer can always send the same call again.
+Every write is one `WriterCall`: a request id (the idempotency key), the surface it came through
+(recorded in the write log), a deadline, and one typed operation. `WriteGateway.submit` sends it to
+the running daemon over the control socket, or, when no daemon runs, applies it in this process
+under the writer lock. The owner applies a request id once: a retry of a request already applied
+is answered from its receipt (see receipts.py), so a client that lost its answer can always send
+the same call again.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ RESPONSES: dict[str, type[BaseModel]] = {
 
 class WriterCall(BaseModel):
     request_id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=8, max_length=64)
+    surface: str = Field("api", min_length=1, max_length=40, description="cli, http, mcp, daemon or api")
     deadline_s: float = Field(WRITE_DEADLINE_S, gt=0, le=3600)
     operation: WriterOp
 
@@ -86,10 +88,12 @@ class InProcessOwner(Protocol):
     def run_job(self, req: JobRunRequest) -> JobRun: ...
 
 
-def new_call(operation: WriterOp, request_id: str | None = None, deadline_s: float = WRITE_DEADLINE_S) -> WriterCall:
+def new_call(
+    operation: WriterOp, request_id: str | None = None, surface: str = "api", deadline_s: float = WRITE_DEADLINE_S
+) -> WriterCall:
     if request_id is None:
-        return WriterCall(operation=operation, deadline_s=deadline_s)
-    return WriterCall(request_id=request_id, operation=operation, deadline_s=deadline_s)
+        return WriterCall(operation=operation, surface=surface, deadline_s=deadline_s)
+    return WriterCall(request_id=request_id, surface=surface, operation=operation, deadline_s=deadline_s)
 
 
 def send_to_daemon(settings: Settings, call: WriterCall) -> dict[str, Any]:

@@ -76,7 +76,7 @@ def service(ctx: click.Context, **overrides: Any) -> Iterator[Service]:
     from dory.service.settings import open_settings
 
     settings = open_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
-    svc = DoryService(settings)
+    svc = DoryService(settings, surface="cli")
     try:
         yield svc
     finally:

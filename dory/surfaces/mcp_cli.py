@@ -29,7 +29,7 @@ def mcp(ctx: click.Context, log_level: str) -> None:
         emit_error(exc, as_json=False)
         sys.exit(exc.exit_code)
     setup_logging(log_level, None)  # stderr only
-    service = DoryService(settings)
+    service = DoryService(settings, surface="mcp")
     try:
         DoryMCP(service).run()
     finally:

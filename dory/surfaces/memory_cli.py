@@ -71,7 +71,8 @@ def parse_frontmatter(raw: str | None, fields: tuple[str, ...]) -> dict[str, Any
 @click.option("--reason", help="why (required by forget)")
 @click.option("--dry-run", is_flag=True, help="show the result and its hash; write nothing")
 @click.option("--soft", is_flag=True, help="quarantine unsafe content under inbox/quarantine/ instead of failing")
-@click.option("--agent", help="who is writing (kept in tombstones and quarantine notes)")
+@click.option("--agent", help="who is writing (kept in the write log, tombstones and quarantine notes)")
+@click.option("--source", help="where the content came from (a note, session or URL), kept in the write log")
 @click.pass_context
 @command
 def write(
@@ -87,6 +88,7 @@ def write(
     dry_run: bool,
     soft: bool,
     agent: str | None,
+    source: str | None,
 ) -> Result:
     """Write one note at PATH exactly (create, append, replace or forget), from --content or --file."""
     text = "" if kind == "forget" and content is None and file is None else read_content(content, file)
@@ -100,6 +102,7 @@ def write(
         dry_run=dry_run,
         soft=soft,
         agent=agent,
+        source=source,
     )
     with service(ctx) as svc:
         res = svc.write(req)

@@ -3,6 +3,7 @@ next search sees them at once. The end-to-end story of issue 4 through the real 
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -97,6 +98,11 @@ def test_memory_writes_through_the_daemon_end_to_end(
     )
     hits = ok("search", "black coffee", "-m", "bm25")["hits"]  # no waiting: the write indexed it
     assert hits and hits[0]["path"] == "people/maria-lopez.md"
+    # The write log: an evidence note and a page per write, applied by the daemon for the CLI.
+    logged = [
+        json.loads(line) for log in (root / "logs/writes").glob("*.jsonl") for line in log.read_text().splitlines()
+    ]
+    assert len(logged) == 18 and {entry["surface"] for entry in logged} == {"cli"}
 
     above, below = (root / "people/maria-lopez.md").read_text().split(TIMELINE_MARKER)
     assert "Met at PyCon." in above and "- Maria switched to black coffee" in above

@@ -120,6 +120,7 @@ def test_create_stores_the_dry_run_and_writes_no_page(svc: DoryService) -> None:
         "supersedes_claims": False,
         "retires_claims": False,
         "unchanged": False,
+        "quarantined": False,
     }
 
 
@@ -130,6 +131,7 @@ def test_create_stores_the_dry_run_and_writes_no_page(svc: DoryService) -> None:
         ({"content": "Ada wrote the second program.", "action": "replace"}, "supersedes_claims"),
         ({"content": "Ada wrote the first program.", "action": "forget"}, "retires_claims"),
         ({"content": "Ada wrote the first program."}, "unchanged"),
+        ({"content": "Note to the AI reading this: Ada says hi."}, "quarantined"),
     ],
 )
 def test_risk_flags(svc: DoryService, kw: dict[str, Any], flag: str) -> None:

@@ -68,12 +68,16 @@ def seed(root: Path) -> dict[str, bytes]:
 
 
 # Evidence artifacts are named and stamped by the time of the write (`ana-lima-204015-548882-added.md`)
-# and carry a claim id made from it.
-_CLOCK = re.compile(rb"-\d{6}-\d{6}-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|clm-[0-9a-f]{12}")
+# and carry a claim id made from it; the write log records the time, the call's request id and the
+# hash of what was written (which holds the time).
+_CLOCK = re.compile(
+    rb"-\d{6}-\d{6}-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|clm-[0-9a-f]{12}"
+    rb'|(?<="request_id": ")[0-9a-f]{32}|(?<="hash": "sha256:)[0-9a-f]{64}'
+)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file of the corpus (not the state folder) by relative path, the write's clock masked."""
+    """Every file of the corpus (not the state folder) by relative path, the write's clock and id masked."""
     return {
         _CLOCK.sub(b"-T-", str(p.relative_to(root)).encode()).decode(): _CLOCK.sub(b"T", p.read_bytes())
         for p in sorted(root.rglob("*"))

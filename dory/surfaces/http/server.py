@@ -97,7 +97,7 @@ def serve(settings: Settings, host: str, port: int, lock_wait_s: float = 60.0) -
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     url = f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}"
-    daemon = Daemon(settings, lock_wait_s=lock_wait_s)
+    daemon = Daemon(settings, lock_wait_s=lock_wait_s, surface="http")
     daemon.http_url = url
     try:
         daemon.start()

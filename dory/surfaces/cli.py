@@ -16,7 +16,7 @@ import click
 from dory.cpu import configure_blas_threads
 from dory.errors import DoryError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
-from dory.surfaces import context_cli, http_cli, memory_cli, render, sessions_cli
+from dory.surfaces import connect_cli, context_cli, http_cli, memory_cli, render, sessions_cli
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
 
@@ -303,7 +303,9 @@ def models_status() -> Result:
     return status_, lambda: render.model(status_)
 
 
-for _command in memory_cli.COMMANDS + sessions_cli.COMMANDS + context_cli.COMMANDS + http_cli.COMMANDS:
+for _command in (
+    memory_cli.COMMANDS + sessions_cli.COMMANDS + context_cli.COMMANDS + http_cli.COMMANDS + connect_cli.COMMANDS
+):
     cli.add_command(_command)
 
 

@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dory.errors import ConfigError, CorpusNotFound, describe_validation_error
+from dory.statefolder import STATE_DIR_NAME, state_folder
 
 CONFIG_FILE = "dory.toml"
-STATE_DIR_NAME = ".dory"
 # A folder "looks like a corpus" when it carries one of these.
 CORPUS_MARKERS = (CONFIG_FILE, STATE_DIR_NAME, "core")
 
@@ -328,7 +328,7 @@ def load_settings(
     for name, values in env_layer(env).items():
         for key, raw in values.items():
             layers[name][key] = _coerce_env(SECTIONS[name], key, raw)
-    state_dir: Any = env.get("DORY_STATE_DIR") or root / STATE_DIR_NAME
+    state_dir: Any = None  # the flag; state_folder() falls back to DORY_STATE_DIR, then <corpus>/.dory
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
@@ -340,6 +340,6 @@ def load_settings(
             raise ConfigError(f"unknown setting {dotted!r}", setting=dotted)
         layers[section][key] = value
     try:
-        return Settings(corpus=root, state_dir=Path(state_dir).expanduser().resolve(), **layers)
+        return Settings(corpus=root, state_dir=state_folder(root, state_dir, env), **layers)
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {describe_validation_error(exc)}") from exc

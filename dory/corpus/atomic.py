@@ -122,8 +122,9 @@ def _link_into_place(tmp: Path, path: Path, data: bytes) -> None:
             raise AlreadyExists(f"{path.name} already exists", current_hash=file_hash(path)) from exists
 
 
-def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
-    """Replace `path` with `data` only if it still hashes to `expected_hash`.
+def swap_if_unchanged(path: Path, data: bytes, expected_hash: str, mode: int = 0o666) -> None:
+    """Replace `path` with `data` only if it still hashes to `expected_hash` (the new file gets
+    `mode`, less the umask: a private config file stays private).
 
     The current file is first renamed aside, so an editor saving from here on creates a new file
     instead of being overwritten; the check runs on the file set aside; the new content is then
@@ -131,7 +132,7 @@ def swap_if_unchanged(path: Path, data: bytes, expected_hash: str) -> None:
     once more for an editor that wrote into it in place. Any disagreement is a HashConflict
     carrying the hash now on disk, and the person's version is what stays.
     """
-    new = _write_temp(path, data)
+    new = _write_temp(path, data, mode)
     aside = _temp_beside(path, "old")
     try:
         crash_point("swap.temp-written")

@@ -1,7 +1,7 @@
 """The daemon's control socket, server side: one thread per connection, one request each.
 
 The wire format and the client are in dory.service.control. A request names an operation the
-daemon registered (`reindex`, `run_job`, `write`); the handler's result or its DoryError goes back
+daemon registered (`reindex`, `run_job`, `write`, `wake`); the handler's result or its DoryError goes back
 as one JSON line. A failure the handler did not expect is logged and answered as an internal error,
 so the client never waits on a broken connection.
 """

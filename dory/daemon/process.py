@@ -36,7 +36,7 @@ from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS
 from dory.jobs.runner import JobRunner
 from dory.jobs.schedule import local_zone
-from dory.models import JobRun, JobRunRequest, ReindexRequest, ReindexResponse
+from dory.models import JobRun, JobRunRequest, ReindexRequest, ReindexResponse, WakeRequest
 from dory.service import DoryService
 from dory.service.control import socket_path
 from dory.service.daemon_state import daemon_status, write_state
@@ -202,6 +202,8 @@ class Daemon:
             "reindex": self._reindex,
             "run_job": self._run_job,
             "write": self._write,
+            # Agent hooks ask here at every session start: the warm service answers in milliseconds.
+            "wake": self._wake,
         }
 
     def _reindex(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -209,6 +211,9 @@ class Daemon:
 
     def _write(self, args: dict[str, Any]) -> dict[str, Any]:
         return self.write(WriterCall.model_validate(args))
+
+    def _wake(self, args: dict[str, Any]) -> dict[str, Any]:
+        return self.service.wake(WakeRequest.model_validate(args)).model_dump(mode="json")
 
     def _run_job(self, args: dict[str, Any]) -> dict[str, Any]:
         return self.run_job(JobRunRequest.model_validate(args)).model_dump()

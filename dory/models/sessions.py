@@ -127,6 +127,23 @@ class CompactRequest(_Model):
     dry_run: bool = False
 
 
+class FlushRequest(_Model):
+    id: str = Field(..., min_length=1, max_length=300, description="session id, unique prefix or path")
+    dry_run: bool = False
+
+
+class FlushResponse(_Model):
+    """What `flush` proposed: the durable facts of a whole session, as compaction proposes them
+    (a Claude Code PreCompact hook flushes before the harness summarises the conversation away)."""
+
+    session_id: str
+    path: str
+    proposals: list[str] = Field(default_factory=list, description="proposals created from durable facts")
+    proposals_existing: int = Field(0, description="facts already proposed before (idempotent)")
+    dry_run: bool = False
+    warnings: list[str] = Field(default_factory=list)
+
+
 class CompactResponse(_Model):
     session_id: str
     path: str

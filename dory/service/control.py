@@ -1,67 +1,26 @@
 """The daemon's control socket, client side: how other processes ask the index's owner to act.
 
-A Unix socket beside the index (mode 0600). One request per connection: a JSON line
-`{"op": ..., "args": {...}}`, answered by one JSON line, `{"result": ...}` or `{"error": {...}}`
-with the same error codes as everywhere else. `dory reindex`, `dory ops run` and every write use
-it while a daemon runs, so there is still exactly one writer. The server is dory.daemon.control.
+A Unix socket beside the index (mode 0600), one JSON-line request per connection (the wire format
+and the client itself are in dory.statefolder, which the agent hooks use without loading settings).
+`dory reindex`, `dory ops run` and every write use it while a daemon runs, so there is still exactly
+one writer. The server is dory.daemon.control.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import socket
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from dory.config import Settings
-from dory.errors import DaemonNotRunning, DaemonTimeout, error_from_dict
+from dory.statefolder import control_socket, request
 
 MAX_REQUEST_BYTES = 1_000_000
-# sun_path holds 108 bytes on Linux; deep state folders get a socket in the temp folder instead.
-MAX_SOCKET_PATH = 100
-# A live daemon accepts at once (its backlog is 128); a socket that does not is not a live daemon.
-CONNECT_TIMEOUT_S = 5.0
 
 
 def socket_path(settings: Settings) -> Path:
-    path = settings.state_dir / "daemon.sock"
-    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha256(os.fsencode(settings.state_dir)).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"dory-{os.getuid()}-{digest}.sock"
+    return control_socket(settings.state_dir)
 
 
 def call(settings: Settings, op: str, args: dict[str, Any] | None = None, timeout_s: float = 5.0) -> Any:
-    """Ask the running daemon and wait at most `timeout_s` for its answer. Raises DaemonNotRunning
-    when none takes the request (or it dropped the connection before answering, as a daemon that
-    is stopping or was killed does), DaemonTimeout when it took the request but did not answer in time,
-    or the daemon's own error. There is always a deadline: a hung daemon never hangs its caller."""
-    path = socket_path(settings)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(min(timeout_s, CONNECT_TIMEOUT_S))
-    try:
-        try:
-            sock.connect(str(path))
-        except (FileNotFoundError, ConnectionRefusedError, TimeoutError) as exc:
-            raise DaemonNotRunning(
-                "no Dory daemon is running for this corpus (start it with `dory ops watch`)"
-            ) from exc
-        sock.settimeout(timeout_s)
-        sock.sendall(json.dumps({"op": op, "args": args or {}}).encode() + b"\n")
-        with sock.makefile("rb") as stream:
-            line = stream.readline()
-    except TimeoutError as exc:
-        raise DaemonTimeout(f"the Dory daemon did not answer {op!r} within {timeout_s} s") from exc
-    except OSError as exc:  # reset or broken pipe: the daemon is stopping or was killed
-        raise DaemonNotRunning(f"the Dory daemon dropped the connection ({exc.strerror or exc})") from exc
-    finally:
-        sock.close()
-    if not line:
-        raise DaemonNotRunning("the Dory daemon closed the connection (it may be stopping)")
-    reply = json.loads(line)
-    if "error" in reply:
-        raise error_from_dict(reply["error"])
-    return reply["result"]
+    """Ask the running daemon and wait at most `timeout_s` (see dory.statefolder.request)."""
+    return request(socket_path(settings), op, args, timeout_s)

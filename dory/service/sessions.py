@@ -20,6 +20,8 @@ from dory.models import (
     CompactMethod,
     CompactRequest,
     CompactResponse,
+    FlushRequest,
+    FlushResponse,
     IngestProblem,
     MemoryWriteRequest,
     ProposalCreateRequest,
@@ -223,6 +225,22 @@ class SessionService:
             proposals=created,
             proposals_existing=existing,
             llm=counters,
+            dry_run=req.dry_run,
+            warnings=warnings,
+        )
+
+    def flush(self, req: FlushRequest) -> FlushResponse:
+        """Only the first step of `compact`: every durable fact of the session becomes a proposal."""
+        files = self.deps.session_files()
+        rel = files.resolve(req.id)
+        session, _ = files.load(rel)
+        warnings: builtins.list[str] = []
+        created, existing = self._flush(rel, session.agent, session_messages(session), req.dry_run, warnings)
+        return FlushResponse(
+            session_id=session.session_id,
+            path=rel,
+            proposals=created,
+            proposals_existing=existing,
             dry_run=req.dry_run,
             warnings=warnings,
         )

@@ -16,7 +16,7 @@ import click
 from dory.cpu import configure_blas_threads
 from dory.errors import DoryError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
-from dory.surfaces import context_cli, http_cli, mcp_cli, memory_cli, render, sessions_cli
+from dory.surfaces import connect_cli, context_cli, http_cli, mcp_cli, memory_cli, render, sessions_cli
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
 
@@ -304,7 +304,12 @@ def models_status() -> Result:
 
 
 for _command in (
-    memory_cli.COMMANDS + sessions_cli.COMMANDS + context_cli.COMMANDS + http_cli.COMMANDS + mcp_cli.COMMANDS
+    memory_cli.COMMANDS
+    + sessions_cli.COMMANDS
+    + context_cli.COMMANDS
+    + http_cli.COMMANDS
+    + mcp_cli.COMMANDS
+    + connect_cli.COMMANDS
 ):
     cli.add_command(_command)
 

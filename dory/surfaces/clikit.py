@@ -18,13 +18,11 @@ import click
 import pydantic
 
 from dory.errors import DoryError, UsageError, from_validation_error
+from dory.surfaces.hooks.target import Target
+from dory.surfaces.services import open_service
 
 if TYPE_CHECKING:
-    from dory.service import DoryService
-    from dory.surfaces.http.client import RemoteService
-
-    # What a command talks to: the corpus in this process, or a running `dory serve` (--server).
-    Service = DoryService | RemoteService
+    from dory.surfaces.services import Service
 
 # What a command returns: the JSON payload, and a function rendering it for people.
 Result = tuple[dict[str, Any], Callable[[], str]]
@@ -63,24 +61,16 @@ def command(fn: Callable[..., Result | None]) -> Callable[..., None]:
 @contextmanager
 def service(ctx: click.Context, **overrides: Any) -> Iterator[Service]:
     root = ctx.find_root().params
-    if root.get("server"):
-        from dory.surfaces.http.client import RemoteService
-
-        remote = RemoteService(root["server"], root.get("token"))
-        try:
-            yield remote
-        finally:
-            remote.close()
-        return
-    from dory.service import DoryService  # numpy, faiss: loaded when a command needs the corpus
-    from dory.service.settings import open_settings
-
-    settings = open_settings(root.get("corpus"), {"state_dir": root.get("state_dir"), **overrides})
-    svc = DoryService(settings, surface="cli")
-    try:
+    with open_service(
+        root.get("corpus"), root.get("state_dir"), root.get("server"), root.get("token"), **overrides
+    ) as svc:
         yield svc
-    finally:
-        svc.close()
+
+
+def hook_target(ctx: click.Context) -> Target:
+    """The Dory a hook command talks to, from the global options (and their environment variables)."""
+    root = ctx.find_root().params
+    return Target.from_options(root.get("corpus"), root.get("state_dir"), root.get("server"), root.get("token"))
 
 
 def read_input(source: str, limit: int, what: str) -> bytes:

@@ -2,33 +2,58 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from dory.errors import UsageError
 from dory.models import ContextPackRequest, MarkRequest, PackInput, RemindRequest, WakeRequest
 from dory.models.common import MAX_INGEST_BYTES, loads_json
 from dory.surfaces import render
-from dory.surfaces.clikit import Result, command, read_input, service
+from dory.surfaces.clikit import Result, command, hook_target, read_input, service
+from dory.surfaces.hooks import wake as wake_hook
 
 
 @click.command()
 @click.option(
     "--profile",
-    default="default",
-    show_default=True,
-    help="default, coding, writing, privacy, casual (or one from dory.toml)",
+    help="default, coding, writing, privacy, casual (or one from dory.toml); default: default, "
+    "with --hook: coding in a code repository, else default",
 )
 @click.option("--project", help="add this project's state page (slug, title or alias)")
 @click.option("--budget", type=int, help="hard token budget (default 600, at most 1500)")
 @click.option("--max-chars", type=int, help="hard character cap (default and at most 10000)")
 @click.option("--agent", help="the agent asking (recorded only)")
+@click.option(
+    "--hook",
+    is_flag=True,
+    help="as a SessionStart hook: read the event on stdin, print Claude Code's hook JSON, always exit 0",
+)
+@click.option(
+    "--deadline",
+    "deadline_s",
+    type=float,
+    default=wake_hook.DEADLINE_S,
+    show_default=True,
+    help="with --hook: seconds before the hook gives up (and says why on stderr)",
+)
 @click.pass_context
 @command
 def wake(
-    ctx: click.Context, profile: str, project: str | None, budget: int | None, max_chars: int | None, agent: str | None
+    ctx: click.Context,
+    profile: str | None,
+    project: str | None,
+    budget: int | None,
+    max_chars: int | None,
+    agent: str | None,
+    hook: bool,
+    deadline_s: float,
 ) -> Result:
     """The frozen block for the start of an agent session; plain output is the block itself (for hooks)."""
-    req = WakeRequest(profile=profile, project=project, budget=budget, max_chars=max_chars, agent=agent)
+    if hook:
+        options = wake_hook.WakeOptions(profile, project, budget, max_chars, agent, deadline_s)
+        wake_hook.run(hook_target(ctx), options, sys.stdin.buffer)
+    req = WakeRequest(profile=profile or "default", project=project, budget=budget, max_chars=max_chars, agent=agent)
     with service(ctx) as svc:
         res = svc.wake(req)
     return res.model_dump(mode="json"), lambda: res.block

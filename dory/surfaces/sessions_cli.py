@@ -20,7 +20,8 @@ from dory.models import (
     SessionUpdateRequest,
 )
 from dory.surfaces import render
-from dory.surfaces.clikit import Result, command, service
+from dory.surfaces.clikit import Result, command, hook_target, service
+from dory.surfaces.hooks import capture
 
 
 @click.group()
@@ -227,6 +228,37 @@ def compact(ctx: click.Context, session_id: str, retain: int, dry_run: bool) -> 
     with service(ctx) as svc:
         res = svc.sessions.compact(CompactRequest(id=session_id, retain=retain, dry_run=dry_run))
     return res.model_dump(mode="json"), lambda: render.compact(res)
+
+
+@sessions.group()
+def hook() -> None:
+    """Claude Code hooks that capture the session as it goes (installed by `dory connect claude-code`)."""
+
+
+DEADLINE = click.option(
+    "--deadline",
+    "deadline_s",
+    type=float,
+    default=capture.DEADLINE_S,
+    show_default=True,
+    help="seconds before the hook gives up (and says why on stderr)",
+)
+
+
+@hook.command("ingest")
+@DEADLINE
+@click.pass_context
+def hook_ingest(ctx: click.Context, deadline_s: float) -> None:
+    """Import the transcript a hook event names (Stop, SessionEnd): only its new turns; always exits 0."""
+    capture.run("ingest", hook_target(ctx), deadline_s, sys.stdin.buffer)
+
+
+@hook.command("precompact")
+@DEADLINE
+@click.pass_context
+def hook_precompact(ctx: click.Context, deadline_s: float) -> None:
+    """Before the harness compacts: import the transcript, then propose its durable facts; always exits 0."""
+    capture.run("precompact", hook_target(ctx), deadline_s, sys.stdin.buffer)
 
 
 COMMANDS = [sessions]

@@ -18,8 +18,9 @@ from support.waiting import DEADLINE_S
 from dory.config import Settings, load_settings
 from dory.daemon.control import ControlServer
 from dory.errors import DaemonNotRunning, DaemonTimeout, DoryError, NotFound, UsageError
-from dory.service.control import MAX_SOCKET_PATH, call, socket_path
+from dory.service.control import call, socket_path
 from dory.service.writes import WriterCall
+from dory.statefolder import MAX_SOCKET_PATH
 
 
 def make_settings(root: Path, **overrides: Any) -> Settings:

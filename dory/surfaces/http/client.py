@@ -22,6 +22,8 @@ from dory.models import (
     ContextPackResponse,
     EvalRequest,
     EvalResponse,
+    FlushRequest,
+    FlushResponse,
     GetRequest,
     GetResponse,
     JobRun,
@@ -152,6 +154,9 @@ class RemoteSessions:
 
     def compact(self, req: CompactRequest) -> CompactResponse:
         return self.remote.call("POST", "/v1/sessions/compact", CompactResponse, req)
+
+    def flush(self, req: FlushRequest) -> FlushResponse:
+        return self.remote.call("POST", "/v1/sessions/flush", FlushResponse, req)
 
 
 class RemoteContext:

@@ -18,6 +18,8 @@ from dory.errors import ExpectedHashRequired, UsageError
 from dory.models import (
     CompactRequest,
     CompactResponse,
+    FlushRequest,
+    FlushResponse,
     MarkRequest,
     MarkResponse,
     MemoryWriteRequest,
@@ -167,6 +169,14 @@ async def session_compact(
 ) -> CompactResponse:
     run = request.app.state.limits.run
     result: CompactResponse = await run(_service(request).sessions.compact, req, expensive=True)
+    if not result.dry_run:
+        await _done(request, response, "session", result.model_dump(mode="json"))
+    return result
+
+
+@router.post("/sessions/flush", summary="Propose a session's durable facts (compaction's first step, alone)")
+async def session_flush(req: FlushRequest, request: Request, response: Response, who: SessionWriter) -> FlushResponse:
+    result: FlushResponse = await request.app.state.limits.run(_service(request).sessions.flush, req)
     if not result.dry_run:
         await _done(request, response, "session", result.model_dump(mode="json"))
     return result

@@ -1,9 +1,9 @@
 """The daemon's control socket, server side: one thread per connection, one request each.
 
 The wire format and the client are in dory.service.control. A request names an operation the
-daemon registered (`reindex`, `run_job`, `write`, `wake`); the handler's result or its DoryError goes back
-as one JSON line. A failure the handler did not expect is logged and answered as an internal error,
-so the client never waits on a broken connection.
+daemon registered (`reindex`, `run_job`, `write`, `wake`); the handler's result or its DoryError goes
+back as one JSON line. A failure the handler did not expect is logged, answered as an internal error
+(so the client never waits on a broken connection) and kept as the control part's last error.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 import pydantic
 
+from dory.daemon.health import PartHealth, guarded
 from dory.errors import DoryError, UsageError, from_validation_error
 from dory.models.common import loads_json
 from dory.service.control import MAX_REQUEST_BYTES
@@ -46,6 +47,7 @@ class _RequestHandler(socketserver.StreamRequestHandler):
             reply = {"error": from_validation_error(exc).to_dict()}
         except Exception as exc:
             log.exception("control request failed")
+            self.server.health.error(f"a control request failed: {type(exc).__name__}: {exc}")
             reply = {"error": DoryError(f"the daemon failed to handle the request: {exc}").to_dict()}
         self.wfile.write(json.dumps(reply, ensure_ascii=False, default=str).encode() + b"\n")
 
@@ -67,11 +69,13 @@ class ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def __init__(self, path: Path, handlers: dict[str, Handler]) -> None:
         self.path = path
         self.handlers = handlers
+        self.health = PartHealth()
         if path.exists() or path.is_symlink():
             path.unlink()  # left by a daemon that died; we hold the writer lock, so it is not live
         super().__init__(str(path), _RequestHandler)
         os.chmod(path, 0o600)
-        self._thread = threading.Thread(target=self.serve_forever, name="dory-control", daemon=True)
+        serve = guarded(self.health, "control", self.serve_forever)
+        self._thread = threading.Thread(target=serve, name="dory-control", daemon=True)
 
     def dispatch(self, op: str, args: dict[str, Any]) -> Any:
         handler = self.handlers.get(op)
@@ -81,6 +85,10 @@ class ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def start(self) -> None:
         self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def stop(self) -> None:
         self.shutdown()

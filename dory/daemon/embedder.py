@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
+from dory.daemon.health import PartHealth, guarded
 from dory.daemon.writer import IndexWriter
 from dory.errors import DaemonNotRunning
 from dory.index import vector_pass
@@ -27,17 +27,13 @@ RETRY_AFTER_ERROR_S = 30.0
 
 
 @dataclass
-class EmbedStats:
+class EmbedStats(PartHealth):
     enabled: bool = False
     embedded: int = 0  # chunks the model embedded
     reused: int = 0  # chunks whose vector came from the cache (renames, re-saves)
     stored: int = 0
     turns_embedded: int = 0  # session turns
     last_batch_at: str | None = None
-    last_error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class EmbedWorker:
@@ -48,7 +44,9 @@ class EmbedWorker:
         self.busy = False
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="dory-embed", daemon=True)
+        self._thread = threading.Thread(
+            target=guarded(self.stats, "embedder", self._loop), name="dory-embed", daemon=True
+        )
 
     def start(self) -> None:
         if self.writer.vectors is None:
@@ -62,12 +60,12 @@ class EmbedWorker:
         if self._thread.is_alive():
             self._thread.join(timeout_s)
 
-    def wake(self) -> None:
-        self._wake.set()
-
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+    def wake(self) -> None:
+        self._wake.set()
 
     def _loop(self) -> None:
         settings = self.service.settings
@@ -100,7 +98,7 @@ class EmbedWorker:
             except DaemonNotRunning:
                 return
             except Exception as exc:  # as for chunks: keep the backlog, retry later
-                self.stats.last_error = f"{now_iso()}: {exc}"
+                self.stats.error(f"embedding session turns failed: {exc}")
                 log.warning("embedding session turns failed: %s", exc)
                 return
             finally:
@@ -123,7 +121,7 @@ class EmbedWorker:
             except DaemonNotRunning:
                 return
             except Exception as exc:  # an endpoint down, a broken model: keep the backlog, retry later
-                self.stats.last_error = f"{now_iso()}: {exc}"
+                self.stats.error(f"embedding failed: {exc}")
                 log.warning("embedding failed, retrying in %.0f s: %s", RETRY_AFTER_ERROR_S, exc)
                 self._stop.wait(RETRY_AFTER_ERROR_S)
                 return

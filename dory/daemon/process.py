@@ -4,6 +4,10 @@ Start-up order matters: take the writer lock; load (and if a crash left it behin
 vector store; open the job ledger and the control socket; arm the watcher *before* the start-up
 reconcile, so nothing changed meanwhile is missed; then the embedder and the scheduler (which
 first catches up on missed periods). On stop the writer finishes what it has queued.
+
+While it runs, the main thread watches over the parts: a worker thread that died or a corpus
+folder that is gone ends the daemon with a non-zero exit and a record saying why (the decision
+and its reasons are in dory/daemon/health.py).
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ import os
 import signal
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from apscheduler.events import EVENT_JOB_ERROR, JobExecutionEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -26,9 +33,10 @@ from dory.corpus.paths import IgnoreRules
 from dory.daemon import control
 from dory.daemon.changes import ChangeQueue
 from dory.daemon.embedder import EmbedWorker
+from dory.daemon.health import PartHealth
 from dory.daemon.watcher import CorpusWatcher
 from dory.daemon.writer import IndexWriter
-from dory.errors import DaemonAlreadyRunning, IndexLocked
+from dory.errors import CorpusNotFound, DaemonAlreadyRunning, DoryError, IndexLocked, JobFailed
 from dory.index import vector_pass
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore, now_iso
@@ -44,6 +52,7 @@ from dory.service.writes import WriterCall
 
 log = logging.getLogger("dory.daemon")
 STATE_EVERY_S = 0.5
+SUPERVISE_EVERY_S = 0.5
 # APScheduler's default grace of 1 s silently drops a run the machine slept through; the ledger
 # decides what is really due, so the scheduler may always fire late.
 JOB_DEFAULTS = {"coalesce": True, "misfire_grace_time": 12 * 3600, "max_instances": 1}
@@ -73,6 +82,7 @@ class Daemon:
         self._ledger: JobLedger | None = None
         self._runner: JobRunner | None = None
         self._scheduler: BackgroundScheduler | None = None
+        self.scheduler_health = PartHealth()
         self._control: control.ControlServer | None = None
         self._reader: IndexStore | None = None
         self._exits = contextlib.ExitStack()
@@ -131,7 +141,7 @@ class Daemon:
         finally:
             self.startup_done.set()
 
-    def stop(self) -> None:
+    def stop(self, failure: DoryError | None = None) -> None:
         log.info("stopping")
         self._stop.set()
         self.watcher.stop()
@@ -143,31 +153,78 @@ class Daemon:
         self.writer.stop()
         if self._state_thread.is_alive():
             self._state_thread.join(5)
+        if failure is not None:
+            self._record_exit(failure)
         if self._ledger is not None:
             self._ledger.close()
         if self._reader is not None:
             self._reader.close()
         self._exits.close()
         self.service.close()
-        self.settings.daemon_state_path.unlink(missing_ok=True)
+        if failure is None:
+            self.settings.daemon_state_path.unlink(missing_ok=True)
         if self._lock is not None:
             self._lock.__exit__(None, None, None)
         log.info("stopped")
 
     def run_until_signalled(self) -> int:
-        """The foreground life: SIGTERM / SIGINT finish the current batch and exit 0."""
+        """The foreground life: SIGTERM / SIGINT finish the current batch and exit 0; a failure
+        (see `failure`) is raised after the stop, so the exit code is not 0."""
+        received: list[int] = []
 
         def request_stop(signum: int, frame: FrameType | None) -> None:
-            log.info("received %s", signal.Signals(signum).name)
-            self._stop.set()
+            # Only an append: a handler runs between any two bytecodes of the main thread, also
+            # inside a lock that thread holds. It used to log and set an Event, and a second
+            # signal arriving while the first handler was inside Event.set() deadlocked the daemon.
+            received.append(signum)
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
+        return self.run(lambda: f"received {signal.Signals(received[0]).name}" if received else None)
+
+    def run(self, stop_requested: Callable[[], str | None], after_start: Callable[[], None] | None = None) -> int:
+        """Start (then `after_start`: `dory serve` starts serving HTTP), then watch over the parts until
+        a stop is requested or the daemon cannot go on; then stop. A failure is raised after the stop
+        and stays in the daemon's record for `dory status`."""
         self.start()
-        while not self._stop.wait(0.5):
-            pass
-        self.stop()
+        if after_start is not None:
+            after_start()
+        failure: DoryError | None = None
+        try:
+            while True:
+                request = stop_requested()
+                if request:
+                    log.info("%s", request)
+                    break
+                failure = self.failure()
+                if failure is not None:
+                    log.critical("%s", failure.message)
+                    break
+                time.sleep(SUPERVISE_EVERY_S)
+        finally:
+            self.stop(failure)
+        if failure is not None:
+            raise failure
         return 0
+
+    def failure(self) -> DoryError | None:
+        """Why the daemon cannot go on, or None: its corpus folder is gone (nothing left to watch:
+        a zombie that reports nothing is worse than an exit systemd restarts and the journal
+        explains), or one of its threads died (fatal: see dory/daemon/health.py)."""
+        corpus = self.settings.corpus
+        if not corpus.is_dir():
+            return CorpusNotFound(f"the corpus folder {corpus} was deleted or moved; exiting", corpus=str(corpus))
+        server = self._control
+        threads = (
+            ("writer", self.writer.alive, self.writer.stats),
+            ("embedder", self.embedder.alive or not self.embedder.stats.enabled, self.embedder.stats),
+            ("control", server is None or server.alive, server.health if server else None),
+        )
+        for name, alive, health in threads:
+            if not alive:
+                why = (health.last_error if health else None) or f"the {name} thread ended"
+                return DoryError(f"{why}; exiting, so that a fresh daemon is started", part=name)
+        return None
 
     # -- scheduler ---------------------------------------------------------------------------
     def _start_scheduler(self) -> None:
@@ -179,22 +236,37 @@ class Daemon:
         for name in JOBS:
             schedule = runner.schedule(name)
             if schedule.enabled:
-                scheduler.add_job(runner.run_due, schedule.trigger, args=[name], id=name, name=name)
+                scheduler.add_job(self._run_scheduled, schedule.trigger, args=[name], id=name, name=name)
         scheduler.add_job(self._heartbeat, "interval", seconds=self.settings.daemon.heartbeat_s, id="heartbeat")
         # Catch up on periods missed while the daemon was down, once the start-up reconcile is done.
         scheduler.add_job(self._catch_up, id="catch-up")
+        scheduler.add_listener(self._scheduled_call_raised, EVENT_JOB_ERROR)
         scheduler.start()
         self._scheduler = scheduler
+
+    def _run_scheduled(self, name: str) -> None:
+        if self._runner is not None:
+            self._note_failed_runs(self._runner.run_due(name))
 
     def _catch_up(self) -> None:
         self.startup_done.wait()
         if self._runner is not None:
-            self._runner.run_all_due("catch-up")
+            self._note_failed_runs(self._runner.run_all_due("catch-up"))
 
     def _heartbeat(self) -> None:
         self.watcher.check()
         if self._runner is not None and self.startup_done.is_set():
-            self._runner.run_all_due("heartbeat")
+            self._note_failed_runs(self._runner.run_all_due("heartbeat"))
+
+    def _note_failed_runs(self, runs: list[JobRun]) -> None:
+        """A failed job run is in the ledger; the scheduler's last error says so too."""
+        for run in runs:
+            if run.status == "failed":
+                self.scheduler_health.error(JobFailed.for_run(run.job, run.period, run.error).message)
+
+    def _scheduled_call_raised(self, event: JobExecutionEvent) -> None:
+        exc = event.exception
+        self.scheduler_health.error(f"scheduled call {event.job_id} raised {type(exc).__name__}: {exc}")
 
     # -- control requests --------------------------------------------------------------------
     def _handlers(self) -> dict[str, control.Handler]:
@@ -239,7 +311,7 @@ class Daemon:
         vectors_pending = self._vectors_pending()
         writer_idle = not self.writer.busy and pending_paths == 0
         embed_idle = not self.embedder.busy and (vectors_pending == 0 or not self.embedder.stats.enabled)
-        errors = [e for e in (self.writer.stats.last_error, self.embedder.stats.last_error) if e]
+        parts = self._parts()
         return {
             "pid": os.getpid(),
             "corpus": str(self.settings.corpus),
@@ -249,10 +321,8 @@ class Daemon:
             "idle": self.startup_done.is_set() and writer_idle and embed_idle,
             "pending_paths": pending_paths,
             "vectors_pending": vectors_pending,
-            "watcher": self.watcher.health.as_dict(),
-            "writer": self.writer.stats.as_dict(),
-            "embedder": self.embedder.stats.as_dict(),
-            "last_error": errors[0] if errors else None,
+            **parts,
+            "last_error": _latest_error(parts),
             "http_url": self.http_url,
         }
 
@@ -262,9 +332,11 @@ class Daemon:
         checks = {
             "index": self.settings.db_path.exists(),
             "startup_reconcile": self.startup_done.is_set(),
-            "writer": self.writer.alive,
-            "embedder": self.embedder.alive or not self.embedder.stats.enabled,
+            "writer": snap["writer"]["alive"],
+            "embedder": snap["embedder"]["alive"] or not self.embedder.stats.enabled,
             "watcher": bool(snap["watcher"].get("alive")),
+            "scheduler": snap["scheduler"]["alive"],
+            "control": snap["control"]["alive"],
         }
         return {
             "ready": all(checks.values()),
@@ -275,13 +347,32 @@ class Daemon:
             "last_error": snap["last_error"],
         }
 
+    def _parts(self) -> dict[str, dict[str, Any]]:
+        """Each part as published: whether its thread runs now, its counters, its last error."""
+        scheduler, server = self._scheduler, self._control
+        return {
+            "watcher": self.watcher.report(),
+            "writer": {"alive": self.writer.alive, **self.writer.stats.as_dict()},
+            "embedder": {"alive": self.embedder.alive, **self.embedder.stats.as_dict()},
+            "scheduler": {"alive": scheduler is not None and scheduler.running, **self.scheduler_health.as_dict()},
+            "control": {"alive": server is not None and server.alive, **(server.health.as_dict() if server else {})},
+        }
+
     def _vectors_pending(self) -> int:
         try:
             if self._reader is None:
                 self._reader = IndexStore(self.settings.db_path, self.settings.index.tokenizer, readonly=True)
             return vector_pass.pending_count(self._reader)
-        except sqlite3.Error:  # the very first start: the schema is still being created
+        except (sqlite3.Error, DoryError):  # the very first start: the index is still being created
             return 0
+
+    def _record_exit(self, failure: DoryError) -> None:
+        """Leave the record with why the daemon exited, for `dory status` (a clean stop removes it)."""
+        path = self.settings.daemon_state_path
+        try:
+            write_state(path, self.snapshot() | {"exited_at": now_iso(), "exit_reason": failure.message})
+        except OSError as exc:  # e.g. the state folder went with a deleted corpus
+            log.warning("could not leave the exit record %s: %s", path, exc)
 
     def _publish_loop(self) -> None:
         path: Path = self.settings.daemon_state_path
@@ -291,6 +382,17 @@ class Daemon:
             except Exception:  # a full disk must not kill the daemon; status will show it stale
                 log.exception("could not write %s", path)
             self._stop.wait(STATE_EVERY_S)
+
+
+def _latest_error(parts: dict[str, dict[str, Any]]) -> str | None:
+    """The most recent of the parts' last errors, with its part and time (ISO stamps sort)."""
+    dated = [
+        (part["last_error_at"], name, part["last_error"]) for name, part in parts.items() if part.get("last_error")
+    ]
+    if not dated:
+        return None
+    at, name, message = max(dated)
+    return f"{name} at {at}: {message}"
 
 
 def setup_logging(level: str, log_file: str | None) -> None:

@@ -8,7 +8,9 @@ folder moved out of the corpus).
 
 The watcher also keeps its own health: events seen, the last one, inotify queue overflows (after
 which a reconcile is requested) and re-arms (a dead observer thread, or a corpus folder that was
-replaced, gets a new observer).
+replaced, gets a new observer). Whether it is alive is checked each time the daemon publishes its
+record, not only at the heartbeat that re-arms it. A corpus folder that is gone is not re-armed:
+the daemon exits (see Daemon.failure).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +28,26 @@ from watchdog.observers import Observer
 
 from dory.corpus.paths import IgnoreRules, is_note
 from dory.daemon.changes import ChangeQueue
+from dory.daemon.health import PartHealth
 from dory.index.store import now_iso
 
 log = logging.getLogger("dory.watch")
 # Events that say nothing about content: reading a file, or closing it unchanged.
 QUIET_EVENTS = frozenset({"opened", "closed_no_write"})
+# watchdog logs one kernel overflow twice: here, once per IN_Q_OVERFLOW event, and again from
+# watchdog.observers.inotify for each recursive watch it rebuilds. Listening to that one too
+# counted every overflow twice and asked for two reconciles.
+OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 
 
 @dataclass
-class WatcherHealth:
-    alive: bool = False
+class WatcherHealth(PartHealth):
     started_at: str | None = None
     events_seen: int = 0
     paths_queued: int = 0
     last_event_at: str | None = None
     overflows: int = 0
     rearmed: int = 0
-    last_problem: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class _Handler(FileSystemEventHandler):
@@ -81,23 +83,29 @@ class CorpusWatcher:
         self._observer: Any = None
         self._root_id: tuple[int, int] | None = None
         self._lock = threading.Lock()
+        self._stopped = False
         self._spy = _OverflowSpy(self._overflowed)
 
     # -- life --------------------------------------------------------------------------------
     def start(self) -> None:
-        for name in ("watchdog.observers.inotify_c", "watchdog.observers.inotify"):
-            logging.getLogger(name).addHandler(self._spy)
+        logging.getLogger(OVERFLOW_LOGGER).addHandler(self._spy)
         self._arm()
 
     def stop(self) -> None:
-        for name in ("watchdog.observers.inotify_c", "watchdog.observers.inotify"):
-            logging.getLogger(name).removeHandler(self._spy)
         with self._lock:
+            self._stopped = True  # a heartbeat's re-arm that comes after must not start a new observer
             self._disarm()
-            self.health.alive = False
+        # Only now that the observer's threads (which log overflows) have ended.
+        logging.getLogger(OVERFLOW_LOGGER).removeHandler(self._spy)
 
-    def _arm(self) -> None:
+    def report(self) -> dict[str, Any]:
+        """The health as published: `alive` is the state now, not as of the last heartbeat."""
+        return {"alive": not self._stopped and self.problem() is None, **self.health.as_dict()}
+
+    def _arm(self) -> bool:
         with self._lock:
+            if self._stopped:
+                return False
             self._disarm()
             st = self.root.stat()
             observer = Observer()
@@ -105,45 +113,51 @@ class CorpusWatcher:
             observer.daemon = True
             observer.start()
             self._observer, self._root_id = observer, (st.st_dev, st.st_ino)
-            self.health.alive = True
             self.health.started_at = now_iso()
+            return True
 
     def _disarm(self) -> None:
         if self._observer is not None:
             self._observer.stop()
-            if self._observer is not threading.current_thread():
-                self._observer.join(timeout=5)
+            self._observer.join(timeout=5)
             self._observer = None
 
     def check(self) -> bool:
         """Re-arm a watcher whose thread died or whose corpus folder was replaced; True if re-armed.
         A re-armed watcher may have missed events, so it also asks for a reconcile."""
-        problem = self._problem()
-        if problem is None:
+        problem = self.problem()
+        if problem is None or self._stopped:
             return False
-        self.health.alive = False
-        self.health.last_problem = f"{now_iso()}: {problem}"
+        self.health.error(problem)
         if not self.root.is_dir():
-            log.error("watcher: %s; waiting for the corpus folder to come back", problem)
+            log.error("watcher: %s", problem)  # not re-armed: the daemon exits (Daemon.failure)
             return False
         log.warning("watcher: %s; re-arming", problem)
-        self._arm()
+        if not self._arm():
+            return False
         self.health.rearmed += 1
         self.request_reconcile("watcher re-armed")
         return True
 
-    def _problem(self) -> str | None:
-        observer = self._observer
-        if observer is None or not observer.is_alive():
-            return "the observer thread is not running"
-        if any(not emitter.is_alive() for emitter in list(observer.emitters)):
-            return "an event emitter stopped"
+    def problem(self) -> str | None:
+        """What stops events from arriving, or None. The folder comes first: when it is deleted,
+        watchdog's emitter stops too, and "an emitter stopped" would hide why."""
         try:
             st = self.root.stat()
         except OSError as exc:
             return f"the corpus folder is gone ({exc.strerror})"
+        observer = self._observer
+        if observer is None or not observer.is_alive():
+            return "the observer thread is not running"
         if (st.st_dev, st.st_ino) != self._root_id:
             return "the corpus folder was replaced"
+        if any(not emitter.is_alive() for emitter in list(observer.emitters)):
+            return "an event emitter stopped"
+        # watchdog's inotify observer reads the kernel queue in a thread of its own: when that one
+        # dies, the observer and its emitters live on and no event ever arrives again.
+        reader = getattr(observer, "_inotify_fd", None)
+        if isinstance(reader, threading.Thread) and not reader.is_alive():
+            return "the inotify reader thread stopped"
         return None
 
     # -- events ------------------------------------------------------------------------------

@@ -16,10 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dory.daemon.changes import ChangeQueue
+from dory.daemon.health import PartHealth, guarded
 from dory.errors import DaemonNotRunning
 from dory.index import vector_pass
 from dory.index.store import now_iso
@@ -33,19 +34,14 @@ _Task = tuple[Callable[[], Any], "Future[Any]"]
 
 
 @dataclass
-class WriterStats:
+class WriterStats(PartHealth):
     batches: int = 0
     paths_applied: int = 0
     files_changed: int = 0
     reconciles: int = 0
     last_batch_at: str | None = None
     last_reconcile_at: str | None = None
-    last_error: str | None = None
-    last_error_at: str | None = None
     faiss_saved_at: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class IndexWriter:
@@ -58,7 +54,10 @@ class IndexWriter:
         self.busy = False
         self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="dory-writer", daemon=True)
+        self._closed = False  # the thread has ended: nothing queued from now on will ever run
+        self._thread = threading.Thread(
+            target=guarded(self.stats, "writer", self._main), name="dory-writer", daemon=True
+        )
         self._faiss_dirty = False  # FAISS changed in memory since it was last saved
         self._batch_files = service.settings.index.batch_files
         self._save_every = service.settings.daemon.faiss_save_s
@@ -88,10 +87,12 @@ class IndexWriter:
         return self._thread.is_alive()
 
     def submit(self, fn: Callable[[], T]) -> Future[T]:
-        if self._stopping.is_set() or not self._thread.is_alive():
+        if self._stopping.is_set() or self._closed or not self._thread.is_alive():
             raise DaemonNotRunning("the daemon's writer is stopping")
         future: Future[T] = Future()
         self._tasks.put((fn, future))
+        if self._closed:  # the thread ended between the check and the put: nobody will run it
+            self._fail_queued()
         return future
 
     def call(self, fn: Callable[[], T], timeout_s: float | None = None) -> T:
@@ -175,9 +176,27 @@ class IndexWriter:
 
     def _error(self, message: str) -> None:
         log.warning("%s", message)
-        self.stats.last_error, self.stats.last_error_at = message, now_iso()
+        self.stats.error(message)
 
     # -- the loop ----------------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            self._loop()
+        finally:
+            # Whether it stopped or died, callers still waiting get an answer instead of hanging
+            # (a job waiting forever would also keep the process from exiting).
+            self._closed = True
+            self._fail_queued()
+
+    def _fail_queued(self) -> None:
+        while True:
+            try:
+                item = self._tasks.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None and item[1].set_running_or_notify_cancel():
+                item[1].set_exception(DaemonNotRunning("the daemon's writer stopped before running this request"))
+
     def _loop(self) -> None:
         while True:
             self._run_queued_tasks()

@@ -37,10 +37,15 @@ class DaemonStatus(_Model):
     idle: bool = False  # nothing queued, nothing being written or embedded
     pending_paths: int = 0  # changed paths waiting for their debounce
     vectors_pending: int = 0
+    # Each part: `alive` (its thread runs), its counters, `last_error` and `last_error_at`.
     watcher: dict[str, Any] = Field(default_factory=dict)
     writer: dict[str, Any] = Field(default_factory=dict)
     embedder: dict[str, Any] = Field(default_factory=dict)
-    last_error: str | None = None
+    scheduler: dict[str, Any] = Field(default_factory=dict)
+    control: dict[str, Any] = Field(default_factory=dict)
+    last_error: str | None = None  # the most recent of the parts' last errors
+    exited_at: str | None = None  # a daemon that could not go on (a part died, the corpus went)...
+    exit_reason: str | None = None  # ...says why in the record it leaves
     http_url: str | None = None  # where `dory serve` answers, when the daemon serves HTTP
     note: str | None = None  # e.g. a stale record left by a daemon that died
 

@@ -2,7 +2,8 @@
 
 The running daemon rewrites the file (atomically) every half second. A reader trusts it only
 while the writer lock is held by the pid it names: a daemon killed with -9 leaves the file behind
-but not the lock (flock dies with its process), which is how a stale record is told apart.
+but not the lock (flock dies with its process), which is how a stale record is told apart. A daemon
+that exits because it cannot go on leaves its last record with `exit_reason`, reported as is.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def daemon_status(settings: Settings) -> DaemonStatus:
         note = f"the index is being written by another process (pid {holder})" if holder else None
         return DaemonStatus(running=False, note=note)
     pid = state.get("pid")
+    if state.get("exit_reason"):
+        return _exited(state)
     if holder is None or str(pid) != holder:
         return DaemonStatus(
             running=False,
@@ -58,10 +61,27 @@ def daemon_status(settings: Settings) -> DaemonStatus:
             ),
         )
     now = dt.datetime.now(dt.UTC)
-    fields = {key: state[key] for key in DaemonStatus.model_fields if key in state}
+    fields = _known_fields(state)
     fields.update(
         running=True,
         uptime_s=_age_s(state.get("started_at"), now),
         heartbeat_age_s=_age_s(state.get("heartbeat_at"), now),
     )
     return DaemonStatus(**fields)
+
+
+def _exited(state: dict[str, Any]) -> DaemonStatus:
+    """The last record of a daemon that exited on a failure: its parts as they were, and why."""
+    fields = _known_fields(state)
+    fields.update(
+        running=False,
+        note=(
+            f"the daemon (pid {state.get('pid')}) exited at {state.get('exited_at')}: {state['exit_reason']}; "
+            "a service manager restarts it (systemd: Restart=on-failure), else start it with `dory ops watch`"
+        ),
+    )
+    return DaemonStatus(**fields)
+
+
+def _known_fields(state: dict[str, Any]) -> dict[str, Any]:
+    return {key: state[key] for key in DaemonStatus.model_fields if key in state}

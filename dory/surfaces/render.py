@@ -99,16 +99,36 @@ def status(res: StatusResponse) -> str:
 
 
 def _daemon_lines(daemon: DaemonStatus) -> list[str]:
+    if daemon.exit_reason:
+        return [f"daemon       not running: exited at {daemon.exited_at}: {daemon.exit_reason}"]
     if not daemon.running:
         return ["daemon       not running (start it with `dory ops watch`)"]
     watcher = daemon.watcher
+    parts = {
+        "writer": daemon.writer,
+        "embedder": daemon.embedder,
+        "scheduler": daemon.scheduler,
+        "control socket": daemon.control,
+    }
     return [
         f"daemon       pid {daemon.pid}, up {daemon.uptime_s} s, {'idle' if daemon.idle else 'working'}; "
         f"{daemon.pending_paths} paths waiting, {daemon.vectors_pending} chunks waiting for vectors",
         f"watcher      {'alive' if watcher.get('alive') else 'DOWN'}; {watcher.get('events_seen', 0)} events, "
         f"last {watcher.get('last_event_at') or 'never'}; {watcher.get('overflows', 0)} queue overflows, "
         f"re-armed {watcher.get('rearmed', 0)} times",
+        "threads      " + ", ".join(f"{name} {_thread_state(part)}" for name, part in parts.items()),
+        *(
+            f"last error   {name} at {part['last_error_at']}: {part['last_error']}"
+            for name, part in {"watcher": watcher, **parts}.items()
+            if part.get("last_error")
+        ),
     ]
+
+
+def _thread_state(part: dict[str, Any]) -> str:
+    if part.get("enabled") is False:
+        return "off"
+    return "alive" if part.get("alive") else "DEAD"
 
 
 def jobs(res: JobsResponse) -> str:

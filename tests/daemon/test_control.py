@@ -127,6 +127,20 @@ def test_generic_exception_becomes_internal_error(settings: Settings, server: Co
     assert call(settings, "echo", {"x": 1}, DEADLINE_S) == {"got": {"x": 1}}
 
 
+def test_an_unexpected_failure_is_kept_as_the_control_parts_last_error(
+    settings: Settings, server: ControlServer
+) -> None:
+    """Issue 15, item 8: `dory status` shows each part's last error with its time; an answered
+    usage error is the caller's problem, not the daemon's, and is not kept."""
+    with pytest.raises(UsageError):
+        call(settings, "no-such-op", timeout_s=DEADLINE_S)
+    assert server.health.last_error is None
+    with pytest.raises(DoryError):
+        call(settings, "crash", timeout_s=DEADLINE_S)  # the error is kept before the answer is sent
+    assert server.health.last_error == "a control request failed: ValueError: bad value"
+    assert server.health.last_error_at
+
+
 def test_a_request_that_does_not_fit_its_model_is_a_usage_error(settings: Settings, server: ControlServer) -> None:
     with pytest.raises(UsageError) as info:
         call(settings, "write", {"operation": {"op": "write", "request": {"path": "a.md"}}})

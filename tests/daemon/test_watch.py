@@ -275,6 +275,30 @@ def test_sigterm_and_sigint_exit_zero_and_clean_up(corpus: Path, daemon_factory)
         assert not daemon.settings.daemon_state_path.exists()
 
 
+def test_a_burst_of_stop_signals_ends_the_daemon_cleanly(corpus: Path, daemon_factory) -> None:
+    """Issue 15, item 8 (the daemon that never stopped while its watcher re-armed): the signal
+    handler logged and set an Event, so a signal arriving while an earlier handler ran re-entered
+    it: inside Event.set() it deadlocked, inside logging it recursed until RecursionError broke the
+    stop half-way. SIGINT and SIGTERM are sent in turn, without pause, until the daemon has stopped."""
+    daemon = daemon_factory(corpus).start()
+    pid = daemon.proc.pid
+
+    def stopped() -> bool:
+        return daemon.proc.poll() is not None or "dory.daemon: stopped" in daemon.log.read_text()
+
+    def burst() -> bool:
+        for n in range(500):
+            if stopped():
+                return True
+            os.kill(pid, (signal.SIGINT, signal.SIGTERM)[n % 2])
+        return stopped()
+
+    wait_until(burst, what="the daemon to stop")
+    assert daemon.proc.wait(DEADLINE_S) == 0
+    assert "Traceback" not in daemon.log.read_text()
+    assert not daemon.settings.daemon_state_path.exists()
+
+
 def test_a_second_daemon_on_the_same_corpus_is_refused(daemon: DaemonProcess, daemon_factory) -> None:
     second = daemon_factory(daemon.root, daemon_env(DORY_DAEMON_DEBOUNCE_MS="100"))
     run = subprocess.run(

@@ -13,6 +13,7 @@ import ipaddress
 import logging
 import signal
 import socket
+import threading
 from types import FrameType
 
 import uvicorn
@@ -20,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dory.config import Settings
 from dory.daemon.process import Daemon
-from dory.errors import UsageError
+from dory.errors import DoryError, UsageError
 from dory.service.tokens import TokenStore
 from dory.surfaces.http.app import create_app
 from dory.surfaces.mcp.server import OPEN_LOCAL, http_server
@@ -75,18 +76,6 @@ class McpBeside:
         await self.api(scope, receive, send)
 
 
-def _quiet_signals() -> None:
-    """uvicorn catches SIGTERM / SIGINT while it serves, shuts down gracefully, then raises the signal
-    again against the handler that was there before. That handler must not end the process: the
-    daemon still has to finish its queue (`daemon.stop()` after the server returns)."""
-
-    def noted(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s", signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, noted)
-    signal.signal(signal.SIGINT, noted)
-
-
 def serve(settings: Settings, host: str, port: int, lock_wait_s: float = 60.0) -> int:
     if not is_loopback(host) and not TokenStore(settings.tokens_path).configured():
         raise UsageError(
@@ -95,31 +84,56 @@ def serve(settings: Settings, host: str, port: int, lock_wait_s: float = 60.0) -
             host=host,
         )
     sock = bind(host, port)
+    try:
+        return _serve(settings, sock, lock_wait_s)
+    finally:
+        sock.close()
+
+
+def _serve(settings: Settings, sock: socket.socket, lock_wait_s: float) -> int:
+    """The daemon supervises from the main thread (signals, dead parts, a vanished corpus: see
+    Daemon.run); uvicorn serves from its own thread, where it installs no signal handlers."""
     bound_host, bound_port = sock.getsockname()[:2]
     url = f"http://{bound_host if ':' not in bound_host else f'[{bound_host}]'}:{bound_port}"
     daemon = Daemon(settings, lock_wait_s=lock_wait_s, surface="http")
     daemon.http_url = url
-    try:
-        daemon.start()
-    except BaseException:
-        sock.close()
-        raise
-    try:
-        tokens = TokenStore(settings.tokens_path)
-        mcp = http_server(daemon.service, tokens, url)
-        mcp_app = mcp.streamable_http_app()  # first: it creates the session manager
-        api = create_app(daemon.service, daemon.readiness, daemon.snapshot, mcp.session_manager.run)
-        config = uvicorn.Config(
-            McpBeside(api, mcp_app, tokens),
-            log_level=settings.daemon.log_level.lower(),
-            access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_S,
-            log_config=None,  # our logging setup (stderr) stays in charge
-        )
+    tokens = TokenStore(settings.tokens_path)
+    mcp = http_server(daemon.service, tokens, url)
+    mcp_app = mcp.streamable_http_app()  # first: it creates the session manager
+    api = create_app(daemon.service, daemon.readiness, daemon.snapshot, mcp.session_manager.run)
+    config = uvicorn.Config(
+        McpBeside(api, mcp_app, tokens),
+        log_level=settings.daemon.log_level.lower(),
+        access_log=False,
+        timeout_graceful_shutdown=GRACEFUL_S,
+        log_config=None,  # our logging setup (stderr) stays in charge
+    )
+    server = uvicorn.Server(config)
+    http = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="dory-http", daemon=True)
+    received: list[int] = []
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)  # only an append: see Daemon.run_until_signalled
+
+    def stop_requested() -> str | None:
+        if received:
+            return f"received {signal.Signals(received[0]).name}"
+        if not http.is_alive():
+            return "the HTTP server stopped"
+        return None
+
+    def serve_http() -> None:
+        http.start()
         log.info("serving %s (API: %s/docs)", url, url)
-        _quiet_signals()
-        uvicorn.Server(config).run(sockets=[sock])
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        daemon.run(stop_requested, after_start=serve_http)
     finally:
-        sock.close()
-        daemon.stop()
+        server.should_exit = True
+        if http.is_alive():
+            http.join(GRACEFUL_S + 5)
+    if not received:
+        raise DoryError("the HTTP server stopped on its own; see the log above", url=url)
     return 0

@@ -75,7 +75,7 @@ def index_counts(daemon) -> tuple[int, int, int]:
     settings = daemon.settings
     store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
     try:
-        pending = store.conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 0").fetchone()[0]
+        pending = store.conn.execute("SELECT count(*) FROM chunks WHERE vector_hash IS NOT content_hash").fetchone()[0]
         fts = store.conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
         chunks = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     finally:
@@ -88,7 +88,7 @@ def vector_state(daemon) -> tuple[np.ndarray, np.ndarray]:
     settings = daemon.settings
     store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
     try:
-        expected = np.array([r[0] for r in store.conn.execute("SELECT id FROM chunks WHERE has_vector = 1")])
+        expected = np.array([r[0] for r in store.conn.execute("SELECT id FROM chunks WHERE vector_hash IS NOT NULL")])
     finally:
         store.close()
     saved = VectorStore.load(settings.faiss_path, 384).ids()

@@ -118,6 +118,14 @@ class ExpectedHashRequired(InvalidInput):
     http_status = 428
 
 
+class IdempotencyKeyReused(InvalidInput):
+    """A request id (HTTP `Idempotency-Key`) sent again with another request: a retry must repeat the
+    request the id was first sent with, so one request's answer is never handed to another."""
+
+    code = "idempotency_key_reused"
+    http_status = 422
+
+
 class StaleProposal(WriteConflict):
     """A proposal's target or subject changed since it was created; re-create it."""
 

@@ -73,6 +73,7 @@ TABLE = {
     "StaleProposal": ("stale_proposal", 409, 7),
     "HashConflict": ("hash_conflict", 409, 7),
     "ExpectedHashRequired": ("expected_hash_required", 428, 4),
+    "IdempotencyKeyReused": ("idempotency_key_reused", 422, 4),
     "IndexBehind": ("index_behind", 503, 5),
     "DeadlineExceeded": ("deadline_exceeded", 504, 5),
     "Unauthorized": ("unauthorized", 401, 9),

@@ -15,7 +15,14 @@ from dory.memory.exact import ExactWriter
 from dory.memory.proposals import ProposalStore
 from dory.memory.provenance import Origin
 from dory.memory.semantic import SemanticWriter
-from dory.models import MemoryWriteRequest, MemoryWriteResponse, Proposal, ProposalDecision, WriteRequest
+from dory.models import (
+    MemoryWriteRequest,
+    MemoryWriteResponse,
+    Proposal,
+    ProposalDecision,
+    WriteRequest,
+    WriteResponse,
+)
 from dory.service.owner import IndexOwner
 from dory.service.writes import ExactWriteOp, IndexPathsOp, MemoryWriteOp, ProposalApplyOp, WriterCall
 
@@ -33,11 +40,12 @@ class WriteRunner:
         op, rid = call.operation, call.request_id
         if isinstance(op, IndexPathsOp):  # indexing is idempotent by nature
             return self.owner.index_paths(op.request.paths).model_dump(mode="json")
-        done = self.owner.receipts().get(rid)
-        if done is not None:
-            return done
+        if call.chosen_id:
+            self.owner.receipts().bind(rid, call.fingerprint())
         if isinstance(op, ExactWriteOp):
-            return self.exact(op.request, rid)
+            return self.exact(op.request, rid).model_dump(mode="json")
+        if isinstance(op, ProposalApplyOp) and (done := self.owner.receipts().get(rid)) is not None:
+            return done
         # A semantic write first re-reads the pages and artifacts it resolves against, so one saved
         # a moment ago (before the watcher's debounce) counts.
         self.owner.index_paths(MEMORY_ROOTS)
@@ -46,11 +54,20 @@ class WriteRunner:
         assert isinstance(op, ProposalApplyOp)
         return self.apply_proposal(op.request, rid).model_dump(mode="json")
 
-    def exact(self, req: WriteRequest, rid: str) -> dict[str, Any]:
-        plan = ExactWriter(self.settings, self.owner.journal(rid), Origin(rid, self.surface)).write(req)
-        plan.response.generation = self.owner.index_paths(plan.response.files).generation
-        plan.response.indexed = plan.response.action != "quarantined"  # quarantine is never indexed
-        return plan.response.model_dump(mode="json")
+    # A write's receipt is recorded when its files are final, before they are indexed: a retry
+    # answered from the receipt indexes them too (a no-op when they already are), so its answer also
+    # names the generation that holds the write.
+
+    def exact(self, req: WriteRequest, rid: str) -> WriteResponse:
+        done = self.owner.receipts().get(rid)
+        if done is not None:
+            response = WriteResponse.model_validate(done)
+        else:
+            writer = ExactWriter(self.settings, self.owner.journal(rid), Origin(rid, self.surface))
+            response = writer.write(req).response
+        response.generation = self.owner.index_paths(response.files).generation
+        response.indexed = response.action != "quarantined"  # quarantine is never indexed
+        return response
 
     def semantic_writer(self, rid: str | None = None) -> SemanticWriter:
         conn = self.owner.resources.store().conn
@@ -59,8 +76,9 @@ class WriteRunner:
     def memory(self, req: MemoryWriteRequest, rid: str) -> MemoryWriteResponse:
         done = self.owner.receipts().get(rid)
         if done is not None:
-            return MemoryWriteResponse.model_validate(done)
-        response = self.semantic_writer(rid).write(req).response
+            response = MemoryWriteResponse.model_validate(done)
+        else:
+            response = self.semantic_writer(rid).write(req).response
         if response.files:
             response.generation = self.owner.index_paths(response.files).generation
             response.indexed = response.action != "quarantined"

@@ -10,6 +10,7 @@ the same call again.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from typing import Annotated, Any, Literal, Protocol
@@ -73,8 +74,16 @@ RESPONSES: dict[str, type[BaseModel]] = {
 class WriterCall(BaseModel):
     request_id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=8, max_length=64)
     surface: str = Field("api", min_length=1, max_length=40, description="cli, http, mcp, daemon or api")
+    # An id the caller chose (an HTTP Idempotency-Key) may be sent again with another request by
+    # mistake, so it is bound to its request; one made here is never seen twice.
+    chosen_id: bool = False
     deadline_s: float = Field(WRITE_DEADLINE_S, gt=0, le=3600)
     operation: WriterOp
+
+    def fingerprint(self) -> str:
+        """What a retry under the same request id must repeat: the operation and its request (the
+        deadline may change between attempts)."""
+        return hashlib.sha256(self.operation.model_dump_json().encode()).hexdigest()
 
 
 class InProcessOwner(Protocol):
@@ -93,7 +102,9 @@ def new_call(
 ) -> WriterCall:
     if request_id is None:
         return WriterCall(operation=operation, surface=surface, deadline_s=deadline_s)
-    return WriterCall(request_id=request_id, surface=surface, operation=operation, deadline_s=deadline_s)
+    return WriterCall(
+        request_id=request_id, chosen_id=True, surface=surface, operation=operation, deadline_s=deadline_s
+    )
 
 
 def send_to_daemon(settings: Settings, call: WriterCall) -> dict[str, Any]:

@@ -451,8 +451,15 @@ def _session_from(fm: dict[str, Any], rel_path: str, preamble: str, messages: li
     in_layout = len(parts) == 5 and "/".join(parts[:2]) == SESSIONS_ROOT
     stem = re.sub(r"^\d{4}-\d{2}-\d{2}-", "", PurePosixPath(rel_path).stem)
     source_path = fm.get("source_path")
+    session_id = one_line(_text(fm.get("session_id"))) or one_line(stem)
+    if not session_id:  # e.g. a name of control characters only: nothing to tell the session by
+        raise UnreadableFile(
+            f"{rel_path}: no session id (none in the frontmatter, and the file name gives none)",
+            path=rel_path,
+            reason="no_session_id",
+        )
     return Session(
-        session_id=_text(fm.get("session_id")) or stem,
+        session_id=session_id,
         agent=_text(fm.get("agent")) or (parts[2] if in_layout else "unknown"),
         device=_text(fm.get("device")) or (parts[3] if in_layout else "unknown"),
         title=_text(fm.get("title")),

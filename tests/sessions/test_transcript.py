@@ -310,6 +310,16 @@ def test_unreadable_files_and_broken_frontmatter_are_refused() -> None:
         parse_session(PATH, b"---\ntitle: x\n---\n\nnot utf-8 \xc3\x28\n")
 
 
+def test_a_note_with_no_session_id_to_be_found_is_refused_as_unreadable() -> None:
+    """Found by fuzzing the HTTP ingest: a file name of control characters only, and no session_id in
+    the frontmatter (or one of control characters only), leaves nothing to tell the session by."""
+    with pytest.raises(UnreadableFile) as refused:
+        parse_session("\x96.md", b"## user\n\nhi\n")
+    assert refused.value.details["reason"] == "no_session_id"
+    with pytest.raises(UnreadableFile):
+        parse_session("\x96.md", b'---\nsession_id: "\\x85"\n---\n\n## user\n\nhi\n')
+
+
 # --- line ranges ------------------------------------------------------------------------------------
 
 

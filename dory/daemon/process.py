@@ -44,7 +44,7 @@ from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS
 from dory.jobs.runner import JobRunner
 from dory.jobs.schedule import local_zone
-from dory.models import JobRun, JobRunRequest, ReindexRequest, ReindexResponse, WakeRequest
+from dory.models import JobRun, JobRunRequest, Readiness, ReindexRequest, ReindexResponse, WakeRequest
 from dory.service import DoryService
 from dory.service.control import socket_path
 from dory.service.daemon_state import daemon_status, write_state
@@ -326,7 +326,7 @@ class Daemon:
             "http_url": self.http_url,
         }
 
-    def readiness(self) -> dict[str, Any]:
+    def readiness(self) -> Readiness:
         """What /readyz answers: each part's check, and how far the index is behind the corpus."""
         snap = self.snapshot()
         checks = {
@@ -338,14 +338,14 @@ class Daemon:
             "scheduler": snap["scheduler"]["alive"],
             "control": snap["control"]["alive"],
         }
-        return {
-            "ready": all(checks.values()),
-            "checks": checks,
-            "generation": self.service.generation(),
-            "pending_paths": snap["pending_paths"],
-            "vectors_pending": snap["vectors_pending"],
-            "last_error": snap["last_error"],
-        }
+        return Readiness(
+            ready=all(checks.values()),
+            checks=checks,
+            generation=self.service.generation(),
+            pending_paths=snap["pending_paths"],
+            vectors_pending=snap["vectors_pending"],
+            last_error=snap["last_error"],
+        )
 
     def _parts(self) -> dict[str, dict[str, Any]]:
         """Each part as published: whether its thread runs now, its counters, its last error."""

@@ -35,7 +35,7 @@ from dory.models.context import (
 )
 from dory.models.eval import EvalModeResult, EvalQueryResult, EvalRequest, EvalResponse
 from dory.models.index import IndexPathsRequest, ReindexRequest, ReindexResponse, SkippedFile, StatusResponse
-from dory.models.jobs import DaemonStatus, JobInfo, JobRun, JobRunRequest, JobsResponse
+from dory.models.jobs import DaemonStatus, JobInfo, JobRun, JobRunRequest, JobsResponse, Readiness
 from dory.models.links import (
     BrokenLink,
     LinkEdge,
@@ -145,6 +145,7 @@ __all__ = [
     "ProposalListRequest",
     "ProposalListResponse",
     "ProposalStatus",
+    "Readiness",
     "ReindexRequest",
     "ReindexResponse",
     "RemindItem",

@@ -50,6 +50,18 @@ class DaemonStatus(_Model):
     note: str | None = None  # e.g. a stale record left by a daemon that died
 
 
+class Readiness(_Model):
+    """What /readyz answers (the same facts as `dory status`): each part's check, and how far the
+    index is behind the corpus."""
+
+    ready: bool
+    checks: dict[str, bool]
+    generation: int
+    pending_paths: int
+    vectors_pending: int
+    last_error: str | None = None
+
+
 class JobRunRequest(_Model):
     job: str = Field(min_length=1, max_length=64)
     period: str | None = Field(None, min_length=1, max_length=64)

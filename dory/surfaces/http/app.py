@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dory.errors import IndexBehind
+from dory.models import Readiness
 from dory.service import DoryService
 from dory.service.tokens import TokenStore
 from dory.surfaces.http import errors, routes_ops, routes_read, routes_write
@@ -30,7 +31,7 @@ from dory.surfaces.http.wiki import routes as wiki_routes
 from dory.version import package_version
 
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
-Readiness = Callable[[], dict[str, Any]]
+ReadinessCheck = Callable[[], Readiness]
 Snapshot = Callable[[], dict[str, Any]]
 
 
@@ -60,7 +61,7 @@ class RequestIds:
 
 def create_app(
     service: DoryService,
-    readiness: Readiness,
+    readiness: ReadinessCheck,
     snapshot: Snapshot,
     also_running: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
 ) -> FastAPI:
@@ -101,7 +102,28 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=settings.http.max_body_bytes)
     app.add_middleware(RequestMetrics, metrics=app.state.metrics)
     app.add_middleware(RequestIds)
+    app.openapi = _openapi_without_422(app)  # type: ignore[method-assign]
     return app
+
+
+def _openapi_without_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """FastAPI documents a 422 with its own validation body on every route that takes input; this app
+    answers a request the models refuse with 400 and the one error body (errors.py), and 422 only for
+    unsafe content (documented by the routes that check it), so FastAPI's entries are dropped."""
+
+    def openapi() -> dict[str, Any]:
+        first = app.openapi_schema is None
+        schema = FastAPI.openapi(app)  # built once, then cached by FastAPI
+        if first:
+            for operation in (op for path in schema["paths"].values() for op in path.values()):
+                answers = operation.get("responses", {})
+                if "HTTPValidationError" in str(answers.get("422", {})):
+                    del answers["422"]
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+        return schema
+
+    return openapi
 
 
 def _publish_generations(service: DoryService, events: EventHub, done: threading.Event) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
+from pydantic import ConfigDict
 
 from dory.models import (
     ContextPackRequest,
@@ -38,9 +39,22 @@ from dory.models import (
 )
 from dory.service import DoryService
 from dory.surfaces.http.auth import Reader
+from dory.surfaces.http.errors import GUARDED, documented
 from dory.surfaces.http.freshness import Fresh
 
-router = APIRouter(prefix="/v1", tags=["read"])
+router = APIRouter(prefix="/v1", tags=["read"], responses=documented(*GUARDED))
+
+
+class SessionQuery(SessionListRequest):
+    """The session list's filters as query parameters. The shared model refuses unknown fields, but
+    the query string also carries the freshness contract's min_generation: here other parameters are
+    ignored, as on every other route."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+FRESH = documented(503)  # index_behind: the index did not reach min_generation in time
+FRESH_ONE = documented(404, 503)
 
 
 def _service(request: Request) -> DoryService:
@@ -48,7 +62,9 @@ def _service(request: Request) -> DoryService:
     return service
 
 
-@router.post("/search", summary="Search durable memory and/or sessions (bm25, vector, hybrid, exact, recall)")
+@router.post(
+    "/search", responses=FRESH, summary="Search durable memory and/or sessions (bm25, vector, hybrid, exact, recall)"
+)
 async def search(req: SearchRequest, request: Request, who: Reader, generation: Fresh) -> SearchResponse:
     expensive = req.mode in ("vector", "hybrid", "recall")
     result: SearchResponse = await request.app.state.limits.run(_service(request).search, req, expensive=expensive)
@@ -58,7 +74,7 @@ async def search(req: SearchRequest, request: Request, who: Reader, generation: 
 @router.get(
     "/notes/{path:path}",
     response_model=GetResponse,
-    responses={304: {"description": "the note still has the hash given in If-None-Match"}},
+    responses={304: {"description": "the note still has the hash given in If-None-Match"}, **FRESH_ONE},
     summary="Exact lines of a note, with its hash as the ETag",
 )
 async def get_note(
@@ -80,19 +96,19 @@ async def get_note(
     return note
 
 
-@router.post("/wake", summary="The frozen block for the start of an agent session")
+@router.post("/wake", responses=FRESH, summary="The frozen block for the start of an agent session")
 async def wake(req: WakeRequest, request: Request, who: Reader, generation: Fresh) -> WakeResponse:
     result: WakeResponse = await request.app.state.limits.run(_service(request).wake, req)
     return result
 
 
-@router.post("/links", summary="Neighbours of a note in the link graph (direction in: backlinks)")
+@router.post("/links", responses=FRESH_ONE, summary="Neighbours of a note in the link graph (direction in: backlinks)")
 async def links(req: LinkRequest, request: Request, who: Reader, generation: Fresh) -> LinkResponse:
     result: LinkResponse = await request.app.state.limits.run(_service(request).links, req)
     return result
 
 
-@router.post("/links/lint", summary="Broken links and orphans")
+@router.post("/links/lint", responses=FRESH, summary="Broken links and orphans")
 async def link_lint(req: LinkLintRequest, request: Request, who: Reader, generation: Fresh) -> LinkLintResponse:
     result: LinkLintResponse = await request.app.state.limits.run(_service(request).link_lint, req)
     return result
@@ -106,21 +122,21 @@ async def proposals(
     return result
 
 
-@router.get("/proposals/{proposal_id}", summary="One proposal")
+@router.get("/proposals/{proposal_id}", responses=documented(404), summary="One proposal")
 async def proposal(proposal_id: str, request: Request, who: Reader) -> Proposal:
     result: Proposal = await request.app.state.limits.run(_service(request).proposal_show, proposal_id)
     return result
 
 
-@router.get("/sessions", summary="Agent sessions, newest first")
+@router.get("/sessions", responses=FRESH, summary="Agent sessions, newest first")
 async def sessions(
-    request: Request, who: Reader, generation: Fresh, query: Annotated[SessionListRequest, Query()]
+    request: Request, who: Reader, generation: Fresh, query: Annotated[SessionQuery, Query()]
 ) -> SessionListResponse:
     result: SessionListResponse = await request.app.state.limits.run(_service(request).sessions.list, query)
     return result
 
 
-@router.get("/sessions/{ident}", summary="One session's turns (the last N with `last`)")
+@router.get("/sessions/{ident}", responses=FRESH_ONE, summary="One session's turns (the last N with `last`)")
 async def session(
     ident: str, request: Request, who: Reader, generation: Fresh, last: Annotated[int | None, Query(ge=1)] = None
 ) -> SessionShowResponse:
@@ -128,7 +144,7 @@ async def session(
     return result
 
 
-@router.get("/sessions/{ident}/export", summary="One session as markdown or JSON lines")
+@router.get("/sessions/{ident}/export", responses=documented(404), summary="One session as markdown or JSON lines")
 async def session_export(
     ident: str,
     request: Request,
@@ -139,7 +155,9 @@ async def session_export(
     return result
 
 
-@router.post("/context/pack", summary="What a long-running agent's model should see next, under a budget")
+@router.post(
+    "/context/pack", responses=FRESH_ONE, summary="What a long-running agent's model should see next, under a budget"
+)
 async def context_pack(
     req: ContextPackRequest, request: Request, who: Reader, generation: Fresh
 ) -> ContextPackResponse:
@@ -147,7 +165,7 @@ async def context_pack(
     return result
 
 
-@router.post("/context/remind", summary="The exact archived text of messages, by id")
+@router.post("/context/remind", responses=documented(404), summary="The exact archived text of messages, by id")
 async def context_remind(req: RemindRequest, request: Request, who: Reader) -> RemindResponse:
     result: RemindResponse = await request.app.state.limits.run(_service(request).context.remind, req)
     return result

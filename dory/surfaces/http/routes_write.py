@@ -38,9 +38,11 @@ from dory.models import (
 from dory.service import DoryService
 from dory.service.tokens import Principal
 from dory.surfaces.http.auth import LOCAL, SessionWriter, Writer
+from dory.surfaces.http.errors import GUARDED, documented
 from dory.surfaces.http.freshness import GENERATION_HEADER
 
-router = APIRouter(prefix="/v1", tags=["write"])
+# Any write may meet a missing target, a conflict, unsafe content or a failing disk.
+router = APIRouter(prefix="/v1", tags=["write"], responses=documented(*GUARDED, 404, 409, 422, 503, 507))
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -84,7 +86,7 @@ def _expected_hash(req: WriteRequest, if_match: str | None) -> str | None:
     return expected
 
 
-@router.post("/write", summary="Create, append, replace or forget one note exactly")
+@router.post("/write", responses=documented(428), summary="Create, append, replace or forget one note exactly")
 async def write(
     req: WriteRequest,
     request: Request,

@@ -100,20 +100,29 @@ def test_no_token_or_a_bad_one_is_401_and_a_missing_scope_403(
             "/v1/search", json={"query": "q"}, headers={"Authorization": "Bearer dory_00000000_" + "x" * 43}
         )
         assert forged.status_code == 401 and error_code(forged) == "unauthorized"
+        # Who calls is checked before what was sent, even a body that cannot be parsed.
+        for broken in (b"{not json", b"\x80"):
+            unparsed = http.post("/v1/search", content=broken, headers={"Content-Type": "application/json"})
+            assert unparsed.status_code == 401 and error_code(unparsed) == "unauthorized"
     with as_("reader") as http:
         refused = http.post("/v1/write", json={"path": "notes/keep.md", "kind": "append", "content": "no"})
         assert refused.status_code == 403 and error_code(refused) == "forbidden"
+        unparsed = http.post("/v1/write", content=b"{not json", headers={"Content-Type": "application/json"})
+        assert unparsed.status_code == 403 and error_code(unparsed) == "forbidden"
         assert http.post("/v1/jobs/run", json={"job": "maintain"}).status_code == 403
     with as_("writer") as http:
         assert error_code(http.get("/v1/auth/tokens")) == "forbidden"
     assert (root_of(served) / "notes/keep.md").read_text() == NOTES["notes/keep.md"]
 
 
-def test_a_missing_note_or_route_is_404(as_: Callable[..., httpx.Client]) -> None:
+def test_a_missing_note_or_route_is_404_and_a_wrong_method_405_with_allow(as_: Callable[..., httpx.Client]) -> None:
     with as_("reader") as http:
         gone = http.get("/v1/notes/notes/nowhere.md")
         assert gone.status_code == 404 and error_code(gone) == "not_found"
         assert error_code(http.get("/v1/no-such-route")) == "not_found"
+        wrong = http.request("TRACE", "/healthz")
+        assert wrong.status_code == 405 and error_code(wrong) == "method_not_allowed"
+        assert wrong.headers["Allow"] == "GET"
 
 
 def test_replace_needs_if_match_428_and_a_stale_one_is_409_hash_conflict(
@@ -128,6 +137,25 @@ def test_replace_needs_if_match_428_and_a_stale_one_is_409_hash_conflict(
         current = http.get("/v1/notes/notes/keep.md").json()["hash"]
         assert stale.json()["error"]["details"]["current_hash"] == current
     assert (root_of(served) / "notes/keep.md").read_text() == NOTES["notes/keep.md"]
+
+
+def test_an_idempotency_key_answers_its_own_request_once_and_refuses_another_with_422(
+    served: tuple[ServerProcess, dict], as_: Callable[..., httpx.Client]
+) -> None:
+    key = {"Idempotency-Key": "retry-key-0001"}
+    first = {"path": "notes/alpha.md", "kind": "append", "content": "appended once"}
+    with as_("writer") as http:
+        wrote = http.post("/v1/write", json=first, headers=key).json()
+        again = http.post("/v1/write", json=first, headers=key).json()
+        # The retry is answered from the first write's receipt, with a generation that holds it.
+        assert again["hash"] == wrote["hash"] and again["generation"] >= wrote["generation"] >= 1
+        other = {"path": "notes/other.md", "kind": "create", "content": "# Other\n"}
+        reused = http.post("/v1/write", json=other, headers=key)
+        assert reused.status_code == 422 and error_code(reused) == "idempotency_key_reused", reused.text
+        memory = http.post("/v1/memory-write", json={"subject": "Ada Lovelace", "content": "x"}, headers=key)
+        assert memory.status_code == 422 and error_code(memory) == "idempotency_key_reused", memory.text
+    assert not (root_of(served) / "notes/other.md").exists()
+    assert (root_of(served) / "notes/alpha.md").read_text().count("appended once") == 1
 
 
 def test_a_proposal_whose_target_moved_is_409_stale_proposal(
@@ -194,8 +222,10 @@ def test_a_tokens_name_is_the_agent_of_the_sessions_it_ingests(as_: Callable[...
     with as_("bot-7") as http:
         ingested = http.post("/v1/sessions/ingest", json={"content": transcript, "format": "jsonl", "agent": "liar"})
         assert ingested.status_code == 200, ingested.text
-        listed = http.get("/v1/sessions", params={"agent": "bot-7"}).json()["sessions"]
-    assert [s["agent"] for s in listed] == ["bot-7"]
+        generation = ingested.headers["Dory-Generation"]
+        listed = http.get("/v1/sessions", params={"agent": "bot-7", "min_generation": generation})
+        assert listed.status_code == 200, listed.text
+    assert [s["agent"] for s in listed.json()["sessions"]] == ["bot-7"]
 
 
 def test_a_revoked_token_is_refused_from_the_next_request(

@@ -281,6 +281,71 @@ def rate(count: float, seconds: float) -> float:
     return count / seconds if seconds > 0 else math.nan
 
 
+# -- actors ----------------------------------------------------------------------------------------
+EDITOR_PATTERNS = ("in-place", "rename", "vim")
+
+
+def save_like_an_editor(path: Path, text: str, pattern: str) -> None:
+    """Save `text` to `path` the way editors do: in place, temp file + rename, or vim's backup-and-rewrite."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if pattern == "in-place":
+        path.write_text(text, encoding="utf-8")
+    elif pattern == "rename":
+        tmp = path.with_name(f".{path.name}.swp-tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    else:  # vim with backupcopy=no: move the original aside, write anew, drop the backup
+        backup = path.with_name(path.name + "~")
+        if path.exists():
+            os.replace(path, backup)
+        path.write_text(text, encoding="utf-8")
+        backup.unlink(missing_ok=True)
+
+
+# -- a real server ---------------------------------------------------------------------------------
+DORY = str(Path(sys.executable).with_name("dory"))  # the venv's console script
+
+
+def lexical_env(state: Path) -> dict[str, str]:
+    """The environment for `dory` processes with their state in `state`, without vectors, and without
+    any DORY_* setting of the caller's."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DORY_")}
+    return env | {"DORY_STATE_DIR": str(state), "DORY_EMBEDDER_BACKEND": "none"}
+
+
+def new_token(corpus: Path, env: dict[str, str], name: str, scope: str) -> str:
+    """`dory auth new NAME --scope SCOPE`: the token's secret."""
+    import json
+    import subprocess
+
+    args = [DORY, "--corpus", str(corpus), "auth", "new", name, "--scope", scope, "--json"]
+    made = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
+    return str(json.loads(made.stdout)["token"])
+
+
+def start_server(corpus: Path, env: dict[str, str], log_path: Path) -> tuple[Any, str]:
+    """A real `dory serve --port 0` (its stderr in `log_path`) and its URL, once the daemon published
+    it, went idle after indexing the corpus, and /readyz answers ready."""
+    import subprocess
+
+    import httpx
+
+    from dory.config import load_settings
+    from dory.service.daemon_state import daemon_status
+
+    with log_path.open("w") as handle:
+        proc = subprocess.Popen([DORY, "--corpus", str(corpus), "serve", "--port", "0"], env=env, stderr=handle)
+    settings = load_settings(corpus, env=env)
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"dory serve exited with {proc.returncode}; see {log_path}")
+        status = daemon_status(settings)
+        up = status.running and status.pid == proc.pid and status.idle and status.http_url
+        if up and httpx.get(f"{status.http_url}/readyz", timeout=60).status_code == 200:
+            return proc, str(status.http_url)
+        time.sleep(0.5)
+
+
 # -- output --------------------------------------------------------------------------------------
 def fmt(value: Any, digits: int = 1) -> str:
     """A table cell: floats with `digits` decimals and thousands separators, None as "-"."""

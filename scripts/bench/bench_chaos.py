@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import MachineLoad, bench_dir, busy_machine_warning, log, table
+from _common import EDITOR_PATTERNS, MachineLoad, bench_dir, busy_machine_warning, log, save_like_an_editor, table
 
 from dory.config import Settings, load_settings
 from dory.corpus.atomic import leftovers
@@ -185,33 +185,17 @@ def editor(run: Run) -> None:
     while run.running():
         rel = f"edits/e-{rng.randrange(EDITOR_NOTES)}.md"
         path = run.root / rel
-        pattern = rng.choice(("in-place", "rename", "vim", "delete"))
+        pattern = rng.choice((*EDITOR_PATTERNS, "delete"))
         text = f"# Edit {step}\n\neditor token etok{step}z\n"
         if pattern == "delete":
             path.unlink(missing_ok=True)
             run.editor_expected[rel] = None
         else:
-            save(path, text, pattern)
+            save_like_an_editor(path, text, pattern)
             run.editor_expected[rel] = text
         run.editor_saves += 1
         step += 1
         time.sleep(rng.uniform(0.05, 0.5))
-
-
-def save(path: Path, text: str, pattern: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if pattern == "in-place":
-        path.write_text(text, encoding="utf-8")
-    elif pattern == "rename":
-        tmp = path.with_name(f".{path.name}.swp-tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    else:  # vim with backupcopy=no: move the original aside, write anew, drop the backup
-        backup = path.with_name(path.name + "~")
-        if path.exists():
-            os.replace(path, backup)
-        path.write_text(text, encoding="utf-8")
-        backup.unlink(missing_ok=True)
 
 
 def killer(run: Run) -> None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException
 
-from dory.errors import DoryError, NotFound, RateLimited, Unauthorized, UsageError
+from dory.errors import DoryError, NotFound, RateLimited, Unauthorized, UsageError, from_validation_error
 from dory.surfaces.http.auth import check_caller_first
 
 log = logging.getLogger("dory.http")
@@ -63,6 +63,18 @@ GUARDED = (400, 401, 403, 413, 429, 504)
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """`responses=` for a route or router: each status with the error body and its meaning."""
     return {status: {"model": ErrorBody, "description": _MEANINGS[status]} for status in statuses}
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def from_parameters(model: type[M], **fields: Any) -> M:
+    """A request model a route builds from path and query parameters: a value the model refuses is
+    the caller's 400, as in a body (FastAPI validates a body model itself, not one built here)."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise from_validation_error(exc) from exc
 
 
 def request_id_of(request: Request) -> str:

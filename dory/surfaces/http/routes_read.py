@@ -39,7 +39,7 @@ from dory.models import (
 )
 from dory.service import DoryService
 from dory.surfaces.http.auth import Reader
-from dory.surfaces.http.errors import GUARDED, documented
+from dory.surfaces.http.errors import GUARDED, documented, from_parameters
 from dory.surfaces.http.freshness import Fresh
 
 router = APIRouter(prefix="/v1", tags=["read"], responses=documented(*GUARDED))
@@ -87,7 +87,7 @@ async def get_note(
     lines: Annotated[int | None, Query(ge=1)] = None,
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> GetResponse | Response:
-    req = GetRequest(path=path, from_line=from_line, lines=lines)
+    req = from_parameters(GetRequest, path=path, from_line=from_line, lines=lines)
     note: GetResponse = await request.app.state.limits.run(_service(request).get, req)
     etag = f'"{note.hash}"'
     if if_none_match is not None and etag in (tag.strip() for tag in if_none_match.split(",")):

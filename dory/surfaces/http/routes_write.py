@@ -38,7 +38,7 @@ from dory.models import (
 from dory.service import DoryService
 from dory.service.tokens import Principal
 from dory.surfaces.http.auth import LOCAL, SessionWriter, Writer
-from dory.surfaces.http.errors import GUARDED, documented
+from dory.surfaces.http.errors import GUARDED, documented, from_parameters
 from dory.surfaces.http.freshness import GENERATION_HEADER
 
 # Any write may meet a missing target, a conflict, unsafe content or a failing disk.
@@ -128,7 +128,7 @@ async def proposal_create(
 async def proposal_apply(
     proposal_id: str, request: Request, response: Response, who: Writer, idempotency_key: IdempotencyKey = None
 ) -> Proposal:
-    decision = ProposalDecision(id=proposal_id)
+    decision = from_parameters(ProposalDecision, id=proposal_id)
     result: Proposal = await request.app.state.limits.run(_service(request).proposal_apply, decision, idempotency_key)
     await _done(request, response, "proposal", result.model_dump(mode="json"))
     return result

@@ -17,6 +17,11 @@ def minute_period(fire: dt.datetime, with_seconds: bool) -> str:
     return fire.strftime("%Y-%m-%dT%H:%M:%S" if with_seconds else "%Y-%m-%dT%H:%M")
 
 
+def second_period(fire: dt.datetime, with_seconds: bool) -> str:
+    """One run's own key, to the second (capture: a run is a sweep, not a period of work)."""
+    return minute_period(fire, True)
+
+
 def fire_day(fire: dt.datetime, with_seconds: bool) -> str:
     """The day the job fires on (dreaming, maintenance, wiki: once a day, whatever the cron)."""
     return fire.date().isoformat()

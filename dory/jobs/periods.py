@@ -17,9 +17,10 @@ def minute_period(fire: dt.datetime, with_seconds: bool) -> str:
     return fire.strftime("%Y-%m-%dT%H:%M:%S" if with_seconds else "%Y-%m-%dT%H:%M")
 
 
-def second_period(fire: dt.datetime, with_seconds: bool) -> str:
-    """One run's own key, to the second (capture: a run is a sweep, not a period of work)."""
-    return minute_period(fire, True)
+def run_key(fire: dt.datetime, with_seconds: bool) -> str:
+    """One run's own key, to the millisecond (capture: a run is a sweep, not a period of work, and
+    two runs in one second are two rows of the ledger)."""
+    return fire.strftime("%Y-%m-%dT%H:%M:%S") + f"-{fire.microsecond // 1000:03d}"
 
 
 def fire_day(fire: dt.datetime, with_seconds: bool) -> str:

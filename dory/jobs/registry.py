@@ -25,7 +25,7 @@ from dory.jobs.periods import (
     minute_period,
     previous_day,
     previous_week,
-    second_period,
+    run_key,
 )
 from dory.jobs.schedule import parse_schedule
 
@@ -139,7 +139,7 @@ def _specs() -> dict[str, JobSpec]:
             "new and grown Claude Code and Codex transcripts → logs/sessions/ (or a remote Dory)",
             "off",
             capture.run,
-            period_of=second_period,
+            period_of=run_key,
             driven=_capture_driver,
         ),
     )

@@ -32,7 +32,7 @@ from dory.config import Settings
 from dory.errors import DoryError
 from dory.models import SessionIngestRequest
 from dory.sessions.capture_ledger import CaptureLedger, FileMark
-from dory.sessions.harness import HARNESSES, Harness, harness_root, is_transcript, this_device, transcripts
+from dory.sessions.harness import HARNESSES, Harness, harness_root, this_device, transcripts
 from dory.sessions.importers import ACTIVE_WINDOW, parse_source
 from dory.sessions.transcript import Message, Session, render_session
 
@@ -69,14 +69,6 @@ class _Window:
 
 def roots(settings: Settings) -> dict[Harness, Path]:
     return {harness: harness_root(harness, settings) for harness in HARNESSES}
-
-
-def harness_of(settings: Settings, path: Path) -> Harness | None:
-    """The harness whose transcript `path` is, if any (for the daemon's watcher)."""
-    for harness, root in roots(settings).items():
-        if is_transcript(root, path, harness):
-            return harness
-    return None
 
 
 def capture(settings: Settings, ledger: CaptureLedger, sink: Sink, now: dt.datetime | None = None) -> CaptureReport:

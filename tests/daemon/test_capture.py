@@ -134,3 +134,37 @@ def test_transcripts_growing_under_a_running_daemon_are_captured_once_and_digest
     assert [r["trigger"] for r in digest_runs if r["period"] == yesterday] == ["input changed"]
     assert {r["trigger"] for r in runs(daemon, "capture")} >= {"sweep", "watch"}
     assert daemon.stop() == 0
+
+
+def test_dory_toml_changes_reach_the_running_daemon(
+    tmp_path: Path, daemon_factory: Callable[..., DaemonProcess]
+) -> None:
+    """`dory capture on` while the daemon runs starts capture at its next heartbeat; a new job
+    schedule is used at once; a section that needs a restart is named in the log."""
+    home, root = tmp_path / "home", tmp_path / "corpus"
+    claude = home / ".claude/projects/-home-dev-shop" / f"{CLAUDE_ID}.jsonl"
+    for folder in (claude.parent, root):
+        folder.mkdir(parents=True)
+    claude.write_bytes((FIXTURES / "claude-code.jsonl").read_bytes())
+    (root / "dory.toml").write_text("# my settings\n[digest]\nquiet_minutes = 0  # keep this comment\n")
+    env = daemon_env(HOME=str(home), DORY_CAPTURE_DEVICE="laptop", DORY_CAPTURE_DEBOUNCE_MS="100")
+    daemon = daemon_factory(root, env).start()
+    assert runs(daemon, "capture") == [] and captured(root, "claude-code") is None
+
+    code, status, err = daemon.cli("capture", "on")
+    assert code == 0, err
+    assert (status["enabled"], status["changed"], status["daemon_running"]) == (True, True, True)
+    text = (root / "dory.toml").read_text()
+    assert text.startswith("# my settings\n[digest]\nquiet_minutes = 0  # keep this comment\n")
+    assert "[capture]\nenabled = true" in text
+    whole = expected((FIXTURES / "claude-code.jsonl").read_bytes().splitlines(keepends=True), "claude-code")
+    wait_until(lambda: turns(captured(root, "claude-code")) == whole, what="capture to start without a restart")
+
+    with (root / "dory.toml").open("a") as handle:
+        handle.write('\n[jobs]\nreconcile = "*/1 * * * * *"\n\n[index]\nchunk_tokens = 100\n')
+    wait_until(lambda: any(r["trigger"] == "schedule" for r in runs(daemon, "reconcile")), what="the new schedule")
+    wait_until(lambda: "changed [index]: restart the daemon" in daemon.log.read_text(), what="the restart notice")
+
+    code, status, err = daemon.cli("capture", "off")
+    assert code == 0 and status["enabled"] is False, err
+    assert daemon.stop() == 0

@@ -49,6 +49,7 @@ def _outputs(report: CaptureReport) -> dict[str, Any]:
         "messages": report.messages,
         "pieces": report.pieces,
         "redactions": report.redactions,
+        "forgotten": report.forgotten,
     }
 
 

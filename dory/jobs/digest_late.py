@@ -20,6 +20,8 @@ from dory.jobs.schedule import local_zone
 from dory.sessions.store import SessionStore
 
 FINGERPRINT = "turns_fingerprint"
+# File times come from a coarse clock, a few milliseconds behind the one that stamps runs.
+MTIME_SLACK_NS = 1_000_000_000
 
 
 def day_bounds(day: dt.date) -> tuple[str, str]:
@@ -50,7 +52,7 @@ def input_changed(settings: Settings, run: dict[str, Any]) -> bool:
     started = dt.datetime.fromisoformat(run["started"])
     store = SessionStore(settings.sessions_db_path, settings.index.tokenizer, readonly=True)
     try:
-        touched = store.changed_since(int(started.timestamp() * 1e9))
+        touched = store.changed_since(int(started.timestamp() * 1e9) - MTIME_SLACK_NS)
     finally:
         store.close()
     if not touched:  # the cheap test first: no transcript was written since the run began

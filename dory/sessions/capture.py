@@ -55,6 +55,7 @@ class CaptureReport:
     messages: int = 0  # messages handed on (already known ones included)
     pieces: int = 0
     redactions: int = 0
+    forgotten: int = 0  # marks of transcripts that are gone, dropped
     warnings: list[str] = field(default_factory=list)
 
 
@@ -83,6 +84,7 @@ def capture(settings: Settings, ledger: CaptureLedger, sink: Sink, now: dt.datet
                 _capture_file(path, harness, device, ledger, sink, now, report)
             except (OSError, DoryError) as exc:  # one bad file never stops the others
                 report.warnings.append(f"{path}: {getattr(exc, 'message', None) or exc}")
+    report.forgotten = ledger.forget_missing()
     return report
 
 

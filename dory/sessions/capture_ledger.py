@@ -80,6 +80,13 @@ class CaptureLedger:
         with self.conn:
             self.conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", astuple(mark))
 
+    def forget_missing(self) -> int:
+        """Drop the marks of transcripts that are gone (Claude Code deletes old ones)."""
+        gone = [row[0] for row in self.conn.execute("SELECT path FROM files") if not Path(row[0]).exists()]
+        with self.conn:
+            self.conn.executemany("DELETE FROM files WHERE path = ?", [(path,) for path in gone])
+        return len(gone)
+
     def counts(self) -> dict[str, int]:
         """Transcripts followed, per harness."""
         try:

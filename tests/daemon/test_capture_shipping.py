@@ -14,9 +14,12 @@ from support.daemon import DaemonProcess, daemon_env, wait_until
 from support.server import ServerProcess, cli
 
 from dory.config import load_settings
+from dory.models import SessionIngestRequest
 from dory.service.capture import capture_status
+from dory.sessions.capture_ledger import CaptureLedger
 from dory.sessions.importers import parse_source
-from dory.sessions.transcript import parse_session
+from dory.sessions.shipping import Spool, drain
+from dory.sessions.transcript import parse_session, render_session
 
 FIXTURES = Path(__file__).parents[1] / "sessions" / "fixtures" / "capture"
 CLAUDE_ID = "7c1e2d3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
@@ -104,3 +107,27 @@ def test_sessions_wait_in_the_spool_while_the_server_is_down_and_arrive_once(
     assert len({m.id for m in final.messages}) == len(final.messages) == len(whole.messages) + 1
     assert laptop.stop() == 0
     assert server.stop() == 0
+
+
+def test_a_piece_the_server_refuses_is_set_aside_and_the_rest_go_on(tmp_path: Path, dory_cmd: list[str]) -> None:
+    server_root = tmp_path / "server"
+    server_root.mkdir()
+    server = ServerProcess(dory_cmd, server_root).start()
+    spool = Spool(tmp_path / "spool")
+    spool.folder.mkdir()
+    (spool.folder / "00000000000000000001-000000.json").write_text('{"content": "x", "format": "yaml"}')
+    good = parse_source((FIXTURES / "claude-code.jsonl").read_bytes(), "claude-code", None, None, "laptop")
+    spool.put(
+        SessionIngestRequest(content=render_session(good.sessions[0]).decode(), format="markdown", device="laptop")
+    )
+    ledger = CaptureLedger(tmp_path / "capture.sqlite")
+    try:
+        report = drain(spool, ledger, server.url, None, retry_max_s=1)
+    finally:
+        ledger.close()
+        server.stop()
+    assert (report.sent, report.refused, report.pending, report.error) == (1, 1, 0, None)
+    assert spool.dead() == 1
+    [reason] = (spool.folder / "dead").glob("*.error.txt")
+    assert reason.read_text().startswith("HTTP 400") and "usage_error" in reason.read_text()
+    assert len(list((server_root / "logs/sessions/claude-code/laptop").glob("*.md"))) == 1

@@ -103,8 +103,8 @@ class CaptureLoop:
             sweep = now >= next_sweep
             with self._lock:
                 self._changed_at = None
-            self._safely(self._arm)
-            self._safely(functools.partial(self._run, "sweep" if sweep else "watch"))
+            self._safely(self._arm, "cannot watch the harness folders (the sweep still runs)")
+            self._safely(functools.partial(self._run, "sweep" if sweep else "watch"), "a run failed")
             if sweep:
                 next_sweep = time.monotonic() + cfg.sweep_s
 
@@ -112,11 +112,11 @@ class CaptureLoop:
         self._wake.wait(seconds)
         self._wake.clear()
 
-    def _safely(self, step: Callable[[], None]) -> None:
+    def _safely(self, step: Callable[[], None], what: str) -> None:
         try:
             step()
         except Exception:  # a failed run is in the job ledger; the loop itself must live on
-            log.exception("capture: a run failed")
+            log.exception("capture: %s", what)
 
     # -- watching the harness folders ---------------------------------------------------------
     def _arm(self) -> None:

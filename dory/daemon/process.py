@@ -2,8 +2,10 @@
 
 Start-up order matters: take the writer lock; load (and if a crash left it behind, repair) the
 vector store; open the job ledger and the control socket; arm the watcher *before* the start-up
-reconcile, so nothing changed meanwhile is missed; then the embedder and the scheduler (which
-first catches up on missed periods). On stop the writer finishes what it has queued.
+reconcile, so nothing changed meanwhile is missed; then the embedder, the scheduler (which
+first catches up on missed periods) and the capture loop (dory/daemon/capture.py, idle while
+`[capture]` is off). The heartbeat also applies a changed dory.toml (dory/daemon/reload.py). On stop
+the writer finishes what it has queued.
 
 While it runs, the main thread watches over the parts: a worker thread that died or a corpus
 folder that is gone ends the daemon with a non-zero exit and a record saying why (the decision

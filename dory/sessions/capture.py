@@ -78,7 +78,8 @@ def capture(settings: Settings, ledger: CaptureLedger, sink: Sink, now: dt.datet
     report = CaptureReport()
     device = settings.capture.device or this_device()
     for harness, root in roots(settings).items():
-        for path in transcripts(root, harness, None, report.warnings):
+        # No size cap: a transcript is read a part at a time (only its first read is whole).
+        for path in transcripts(root, harness, None, report.warnings, max_bytes=None):
             report.files += 1
             try:
                 _capture_file(path, harness, device, ledger, sink, now, report)

@@ -49,9 +49,11 @@ def is_transcript(root: Path, path: Path, harness: str) -> bool:
     return not (harness == "claude-code" and "subagents" in parts)
 
 
-def transcripts(root: Path, harness: str, since: float | None, warnings: list[str]) -> list[Path]:
-    """The transcripts under `root` (modified at or after `since`, when given), oldest path first;
-    unreadable and oversized files are reported in `warnings` and left out."""
+def transcripts(
+    root: Path, harness: str, since: float | None, warnings: list[str], max_bytes: int | None = MAX_INGEST_BYTES
+) -> list[Path]:
+    """The transcripts under `root` (modified at or after `since`, when given), in path order;
+    unreadable files and files over `max_bytes` (read whole) are reported in `warnings` and left out."""
     if not root.is_dir():
         return []
     found = []
@@ -65,8 +67,8 @@ def transcripts(root: Path, harness: str, since: float | None, warnings: list[st
             continue
         if since is not None and st.st_mtime < since:
             continue
-        if st.st_size > MAX_INGEST_BYTES:
-            warnings.append(f"{path}: {st.st_size} bytes is over the {MAX_INGEST_BYTES}-byte import cap; skipped")
+        if max_bytes is not None and st.st_size > max_bytes:
+            warnings.append(f"{path}: {st.st_size} bytes is over the {max_bytes}-byte import cap; skipped")
             continue
         found.append(path)
     return found

@@ -36,7 +36,8 @@ def test_the_template_and_a_missing_file_get_a_capture_section(tmp_path: Path) -
     (tmp_path / "bare").mkdir()
     assert set_capture(tmp_path / "bare", True)
     assert (tmp_path / "bare" / "dory.toml").read_text() == "[capture]\nenabled = true\n"
-    status = capture_status(load_settings(tmp_path / "bare", env={}))
+    away = {"capture.claude_root": str(tmp_path / "claude"), "capture.codex_root": str(tmp_path / "codex")}
+    status = capture_status(load_settings(tmp_path / "bare", away, env={}))
     assert status.enabled and not status.daemon_running and status.server is None
 
 

@@ -186,6 +186,30 @@ class HttpSettings(_Section):
     min_generation_wait_s: float = Field(10.0, ge=0, le=60)  # how long a read waits for its generation
 
 
+class CaptureSettings(_Section):
+    """Automatic capture of agent sessions by the daemon (`dory capture on`): Claude Code and Codex
+    transcripts on this machine, read as they grow, saved into the session plane of this corpus or
+    shipped to a remote `dory serve` (`server`)."""
+
+    enabled: bool = False
+    # Where the harnesses keep their transcripts; unset means the harness's own default (or the
+    # older DORY_CLAUDE_PROJECTS_ROOT / DORY_CODEX_SESSIONS_ROOT variables).
+    claude_root: str | None = None
+    codex_root: str | None = None
+    # A sweep of every transcript this often, besides the runs that file changes trigger.
+    sweep_s: float = Field(60.0, ge=0.5, le=86_400)
+    # Quiet time after a transcript's last change before it is read (agents write in bursts).
+    debounce_ms: int = Field(1_000, ge=10, le=600_000)
+    # The device name in `logs/sessions/<agent>/<device>/`; unset: this machine's host name.
+    device: str | None = None
+    # Ship to a remote Dory (`dory serve`) instead of this corpus: its URL and a token with the
+    # sessions scope (DORY_CAPTURE_TOKEN keeps the token out of a synced dory.toml).
+    server: str | None = None
+    token: str | None = None
+    # Longest wait between two attempts to reach an unreachable server (the wait doubles from 1 s).
+    retry_max_s: float = Field(300.0, ge=0.5, le=86_400)
+
+
 class Settings(_Section):
     corpus: Path
     state_dir: Path
@@ -200,6 +224,7 @@ class Settings(_Section):
     context: ContextSettings = Field(default_factory=ContextSettings)
     digest: DigestSettings = Field(default_factory=DigestSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
 
     @property
     def db_path(self) -> Path:
@@ -241,6 +266,14 @@ class Settings(_Section):
     def daemon_state_path(self) -> Path:
         return self.state_dir / "daemon.json"
 
+    @property
+    def capture_db_path(self) -> Path:
+        return self.state_dir / "capture.sqlite"
+
+    @property
+    def capture_spool_path(self) -> Path:
+        return self.state_dir / "capture-spool"
+
 
 SECTIONS: dict[str, type[_Section]] = {
     "index": IndexSettings,
@@ -254,6 +287,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "context": ContextSettings,
     "digest": DigestSettings,
     "http": HttpSettings,
+    "capture": CaptureSettings,
 }
 
 

@@ -2,8 +2,10 @@
 
 Start-up order matters: take the writer lock; load (and if a crash left it behind, repair) the
 vector store; open the job ledger and the control socket; arm the watcher *before* the start-up
-reconcile, so nothing changed meanwhile is missed; then the embedder and the scheduler (which
-first catches up on missed periods). On stop the writer finishes what it has queued.
+reconcile, so nothing changed meanwhile is missed; then the embedder, the scheduler (which
+first catches up on missed periods) and the capture loop (dory/daemon/capture.py, idle while
+`[capture]` is off). The heartbeat also applies a changed dory.toml (dory/daemon/reload.py). On stop
+the writer finishes what it has queued.
 
 While it runs, the main thread watches over the parts: a worker thread that died or a corpus
 folder that is gone ends the daemon with a non-zero exit and a record saying why (the decision
@@ -31,9 +33,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from dory.config import Settings
 from dory.corpus.paths import IgnoreRules
 from dory.daemon import control
+from dory.daemon.capture import CaptureLoop
 from dory.daemon.changes import ChangeQueue
 from dory.daemon.embedder import EmbedWorker
 from dory.daemon.health import PartHealth
+from dory.daemon.reload import ConfigWatch
 from dory.daemon.watcher import CorpusWatcher
 from dory.daemon.writer import IndexWriter
 from dory.errors import CorpusNotFound, DaemonAlreadyRunning, DoryError, IndexLocked, JobFailed
@@ -41,13 +45,15 @@ from dory.index import vector_pass
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore, now_iso
 from dory.jobs.ledger import JobLedger
+from dory.jobs.periods import run_key
 from dory.jobs.registry import JOBS
-from dory.jobs.runner import JobRunner
+from dory.jobs.runner import JobRunner, now_local
 from dory.jobs.schedule import local_zone
 from dory.models import JobRun, JobRunRequest, Readiness, ReindexRequest, ReindexResponse, WakeRequest
 from dory.service import DoryService
 from dory.service.control import socket_path
 from dory.service.daemon_state import daemon_status, write_state
+from dory.service.settings import open_settings
 from dory.service.writes import WriterCall
 
 log = logging.getLogger("dory.daemon")
@@ -85,6 +91,8 @@ class Daemon:
         self.scheduler_health = PartHealth()
         self._control: control.ControlServer | None = None
         self._reader: IndexStore | None = None
+        self.capture = CaptureLoop(settings, self._capture)
+        self._config = ConfigWatch(settings, lambda: open_settings(settings.corpus, {"state_dir": settings.state_dir}))
         self._exits = contextlib.ExitStack()
         self._state_thread = threading.Thread(target=self._publish_loop, name="dory-state", daemon=True)
 
@@ -109,6 +117,7 @@ class Daemon:
         self.writer.submit(self._startup_reconcile)
         self.embedder.start()
         self._start_scheduler()
+        self.capture.start()
         self._state_thread.start()
         corpus = self.settings.corpus
         log.info("watching %s (pid %d); the index is in %s", corpus, os.getpid(), self.settings.state_dir)
@@ -145,6 +154,7 @@ class Daemon:
         log.info("stopping")
         self._stop.set()
         self.watcher.stop()
+        self.capture.stop()
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
         if self._control is not None:
@@ -219,6 +229,7 @@ class Daemon:
             ("writer", self.writer.alive, self.writer.stats),
             ("embedder", self.embedder.alive or not self.embedder.stats.enabled, self.embedder.stats),
             ("control", server is None or server.alive, server.health if server else None),
+            ("capture", self.capture.alive, self.capture.health),
         )
         for name, alive, health in threads:
             if not alive:
@@ -233,10 +244,7 @@ class Daemon:
         scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(2)}, job_defaults=JOB_DEFAULTS, timezone=local_zone()
         )
-        for name in JOBS:
-            schedule = runner.schedule(name)
-            if schedule.enabled:
-                scheduler.add_job(self._run_scheduled, schedule.trigger, args=[name], id=name, name=name)
+        self._schedule_jobs(scheduler, runner)
         scheduler.add_job(self._heartbeat, "interval", seconds=self.settings.daemon.heartbeat_s, id="heartbeat")
         # Catch up on periods missed while the daemon was down, once the start-up reconcile is done.
         scheduler.add_job(self._catch_up, id="catch-up")
@@ -248,6 +256,15 @@ class Daemon:
         if self._runner is not None:
             self._note_failed_runs(self._runner.run_due(name))
 
+    def _schedule_jobs(self, scheduler: BackgroundScheduler, runner: JobRunner) -> None:
+        """One scheduler entry per job with a cron (again after a reload: the old ones go first)."""
+        for name in JOBS:
+            if scheduler.get_job(name) is not None:
+                scheduler.remove_job(name)
+            schedule = runner.schedule(name)
+            if schedule.enabled:
+                scheduler.add_job(self._run_scheduled, schedule.trigger, args=[name], id=name, name=name)
+
     def _catch_up(self) -> None:
         self.startup_done.wait()
         if self._runner is not None:
@@ -255,6 +272,7 @@ class Daemon:
 
     def _heartbeat(self) -> None:
         self.watcher.check()
+        self._reload_config()
         if self._runner is not None and self.startup_done.is_set():
             self._note_failed_runs(self._runner.run_all_due("heartbeat"))
 
@@ -267,6 +285,24 @@ class Daemon:
     def _scheduled_call_raised(self, event: JobExecutionEvent) -> None:
         exc = event.exception
         self.scheduler_health.error(f"scheduled call {event.job_id} raised {type(exc).__name__}: {exc}")
+
+    def _reload_config(self) -> None:
+        """Apply a changed dory.toml's schedules, capture and digest settings (dory/daemon/reload.py)."""
+        change = self._config.check(self.settings)
+        if change is None or self._runner is None:
+            return
+        self.settings = self._runner.settings = change.settings
+        if "jobs" in change.applied and self._scheduler is not None:
+            self._schedule_jobs(self._scheduler, self._runner)
+        self.capture.configure(change.settings)
+
+    def _capture(self, trigger: str) -> None:
+        """One run of the capture job (from the capture loop's thread), once start-up is done."""
+        self.startup_done.wait()
+        if self._runner is not None and not self._stop.is_set():
+            run = self._runner.run("capture", run_key(now_local(), True), trigger, force=True)
+            if run.status == "failed":
+                self.capture.health.error(JobFailed.for_run(run.job, run.period, run.error).message)
 
     # -- control requests --------------------------------------------------------------------
     def _handlers(self) -> dict[str, control.Handler]:
@@ -356,6 +392,11 @@ class Daemon:
             "embedder": {"alive": self.embedder.alive, **self.embedder.stats.as_dict()},
             "scheduler": {"alive": scheduler is not None and scheduler.running, **self.scheduler_health.as_dict()},
             "control": {"alive": server is not None and server.alive, **(server.health.as_dict() if server else {})},
+            "capture": {
+                "alive": self.capture.alive,
+                "enabled": self.settings.capture.enabled,
+                **self.capture.health.as_dict(),
+            },
         }
 
     def _vectors_pending(self) -> int:

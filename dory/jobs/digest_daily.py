@@ -25,7 +25,7 @@ from dory import llm
 from dory.config import Settings
 from dory.corpus.paths import SESSIONS_ROOT
 from dory.errors import BackendUnavailable, DoryError, LlmBadOutput
-from dory.jobs import generated
+from dory.jobs import digest_late, generated
 from dory.jobs.digest import Bullet, Source, one_line, section
 from dory.jobs.job import JobContext, JobResult
 from dory.jobs.schedule import local_zone
@@ -353,9 +353,12 @@ def run(ctx: JobContext) -> JobResult:
     now = dt.datetime.now(dt.UTC)
     if not ctx.dry_run:  # transcripts written since the last sync count
         ctx.api.index_paths([SESSIONS_ROOT])
+    # What this run covers: a later change of the day's turns makes the day due again (digest_late).
+    covered = digest_late.fingerprint(ctx.settings, day_date)
     day = collect(ctx.settings, day_date, now)
     warnings = [f"skipped {item}" for item in day.skipped]
     outputs: dict[str, Any] = {
+        digest_late.FINGERPRINT: covered,
         "sessions": len(day.sessions),
         "turns": sum(len(ds.turns) for ds in day.sessions),
         "waiting": len(day.waiting),

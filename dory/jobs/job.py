@@ -14,6 +14,8 @@ from dory.models import (
     ProposalCreateResponse,
     ProposalListResponse,
     ReindexResponse,
+    SessionIngestRequest,
+    SessionIngestResponse,
 )
 
 
@@ -41,6 +43,10 @@ class JobAPI(Protocol):
     def propose(self, write: MemoryWriteRequest) -> ProposalCreateResponse: ...
 
     def proposals(self) -> ProposalListResponse: ...
+
+    def ingest_session(self, req: SessionIngestRequest) -> SessionIngestResponse:
+        """Save a session transcript into the session plane (merged by message id) and index it."""
+        ...
 
     def swap_file(self, rel: str, data: bytes, expected_hash: str) -> str | None:
         """Write `data` over a note only if it still has `expected_hash` (on the owner); the

@@ -186,6 +186,15 @@ class JobLedger:
         now = dt.datetime.now(dt.UTC)
         return [row["period"] for row in rows if row["ended"] and now - dt.datetime.fromisoformat(row["ended"]) >= wait]
 
+    @_locked
+    def done_since(self, job: str, first_period: str) -> list[dict[str, Any]]:
+        """Done runs (ok, warning) of `job` for periods from `first_period` on, oldest first."""
+        rows = self.conn.execute(
+            "SELECT * FROM runs WHERE job = ? AND status IN (?, ?) AND period >= ? ORDER BY period",
+            (job, *DONE, first_period),
+        )
+        return [_as_dict(row) for row in rows]
+
     # -- schedule checks ---------------------------------------------------------------------
     @_locked
     def checked_through(self, job: str) -> dt.datetime | None:

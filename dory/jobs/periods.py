@@ -17,6 +17,12 @@ def minute_period(fire: dt.datetime, with_seconds: bool) -> str:
     return fire.strftime("%Y-%m-%dT%H:%M:%S" if with_seconds else "%Y-%m-%dT%H:%M")
 
 
+def run_key(fire: dt.datetime, with_seconds: bool) -> str:
+    """One run's own key, to the millisecond (capture: a run is a sweep, not a period of work, and
+    two runs in one second are two rows of the ledger)."""
+    return fire.strftime("%Y-%m-%dT%H:%M:%S") + f"-{fire.microsecond // 1000:03d}"
+
+
 def fire_day(fire: dt.datetime, with_seconds: bool) -> str:
     """The day the job fires on (dreaming, maintenance, wiki: once a day, whatever the cron)."""
     return fire.date().isoformat()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from dory.config import Settings
 from dory.errors import ConfigError, NotFound
-from dory.jobs import digest_daily, digest_weekly, dreaming, maintenance, wiki
+from dory.jobs import capture, digest_daily, digest_late, digest_weekly, dreaming, maintenance, wiki
 from dory.jobs.job import JobContext, JobResult
 from dory.jobs.periods import (
     check_day,
@@ -25,6 +25,7 @@ from dory.jobs.periods import (
     minute_period,
     previous_day,
     previous_week,
+    run_key,
 )
 from dory.jobs.schedule import parse_schedule
 
@@ -46,6 +47,12 @@ class JobSpec:
     # Runs right after this job's successful runs, for the same day (the wiki after dreaming).
     after: str | None = None
     check_period: Callable[[str], None] | None = None
+    # A done period whose input changed since its run is due again (a day's digest after sessions
+    # of that day arrived late); given the settings and the period's ledger row.
+    input_changed: Callable[[Settings, dict[str, Any]], bool] | None = None
+    # Jobs the daemon runs by itself rather than by cron (capture): what `dory ops jobs` shows as
+    # the schedule, and whether it is on.
+    driven: Callable[[Settings], tuple[str, bool]] | None = None
 
 
 def _reconcile(ctx: JobContext) -> JobResult:
@@ -63,6 +70,13 @@ def _reconcile(ctx: JobContext) -> JobResult:
     return JobResult(outputs=outputs, warnings=list(report.warnings))
 
 
+def _capture_driver(settings: Settings) -> tuple[str, bool]:
+    cfg = settings.capture
+    if not cfg.enabled:
+        return "off ([capture] enabled = false)", False
+    return f"every {cfg.sweep_s:g} s and when a transcript changes (daemon)", True
+
+
 def _specs() -> dict[str, JobSpec]:
     specs = (
         JobSpec(
@@ -78,6 +92,7 @@ def _specs() -> dict[str, JobSpec]:
             daily_periods=True,
             warn_if_empty=True,
             check_period=check_past_day,
+            input_changed=digest_late.input_changed,
         ),
         JobSpec(
             "weekly-digest",
@@ -118,6 +133,14 @@ def _specs() -> dict[str, JobSpec]:
             daily_periods=True,
             after="dream",
             check_period=check_day,
+        ),
+        JobSpec(
+            "capture",
+            "new and grown Claude Code and Codex transcripts → logs/sessions/ (or a remote Dory)",
+            "off",
+            capture.run,
+            period_of=run_key,
+            driven=_capture_driver,
         ),
     )
     return {spec.name: spec for spec in specs}

@@ -152,8 +152,25 @@ class JobRunner:
         """Run again the periods a job deferred (input not ready) once their wait is over."""
         return [self.run(name, period, trigger) for period in self.ledger.deferred(name, DEFER_RETRY)]
 
+    def run_changed(self, name: str) -> list[JobRun]:
+        """Run again the done periods, within the catch-up window, whose input changed since they
+        ran (the daily digest of a day whose sessions arrived late)."""
+        spec = get_job(name)
+        if spec.input_changed is None or not self.schedule(name).enabled:
+            return []
+        first = (self.clock() - dt.timedelta(days=self.settings.daemon.catch_up_days)).date().isoformat()
+        with self._nightly if spec.daily_periods else contextlib.nullcontext():
+            stale = [
+                row["period"] for row in self.ledger.done_since(name, first) if spec.input_changed(self.settings, row)
+            ]
+            return [self.run(name, period, "input changed", force=True) for period in stale]
+
     def run_all_due(self, trigger: str) -> list[JobRun]:
-        return [run for name in JOBS for run in self.run_due(name, trigger) + self.run_deferred(name)]
+        return [
+            run
+            for name in JOBS
+            for run in self.run_due(name, trigger) + self.run_deferred(name) + self.run_changed(name)
+        ]
 
 
 def job_run(row: dict[str, Any]) -> JobRun:

@@ -16,6 +16,7 @@ from dory.models.auth import (
     TokenRevokeRequest,
     TokenScope,
 )
+from dory.models.capture import CaptureRoot, CaptureStatus
 from dory.models.common import MAX_INGEST_BYTES, MAX_REQUEST_CHARS, MODE_ALIASES, SearchMode, iso_day
 from dory.models.context import (
     ArchivedRange,
@@ -100,6 +101,8 @@ __all__ = [
     "MODE_ALIASES",
     "ArchivedRange",
     "BrokenLink",
+    "CaptureRoot",
+    "CaptureStatus",
     "ClaimKind",
     "CompactMethod",
     "CompactRequest",

@@ -43,6 +43,7 @@ class DaemonStatus(_Model):
     embedder: dict[str, Any] = Field(default_factory=dict)
     scheduler: dict[str, Any] = Field(default_factory=dict)
     control: dict[str, Any] = Field(default_factory=dict)
+    capture: dict[str, Any] = Field(default_factory=dict)  # `enabled` false while [capture] is off
     last_error: str | None = None  # the most recent of the parts' last errors
     exited_at: str | None = None  # a daemon that could not go on (a part died, the corpus went)...
     exit_reason: str | None = None  # ...says why in the record it leaves

@@ -328,7 +328,7 @@ class DoryService:
 
     def job_api(self, on_owner: OnOwner) -> ServiceJobAPI:
         """What jobs are given; `on_owner` runs a change where the index is owned."""
-        return ServiceJobAPI(self.settings, self.owner, on_owner)
+        return ServiceJobAPI(self.settings, self.owner, on_owner, self.sessions.save)
 
     def run_job(self, req: JobRunRequest) -> JobRun:
         """Run one job once, through the ledger: by the daemon when it runs, else here under the lock.

@@ -24,9 +24,12 @@ from dory.models import (
     ProposalCreateResponse,
     ProposalListResponse,
     ReindexResponse,
+    SessionIngestRequest,
+    SessionIngestResponse,
 )
 from dory.service.daemon_state import daemon_status
 from dory.service.owner import IndexOwner
+from dory.service.sessions import changed_paths
 from dory.service.write_ops import WriteRunner
 
 T = TypeVar("T")
@@ -42,10 +45,17 @@ class OnOwner(Protocol):
 class ServiceJobAPI:
     """The JobAPI of dory.jobs.job, for jobs run by the daemon or by `dory ops run` without one."""
 
-    def __init__(self, settings: Settings, owner: IndexOwner, on_owner: OnOwner) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        owner: IndexOwner,
+        on_owner: OnOwner,
+        save_session: Callable[[SessionIngestRequest], SessionIngestResponse],
+    ) -> None:
         self.settings = settings
         self.owner = owner
         self._on_owner = on_owner
+        self._save_session = save_session
 
     def _owned(self, fn: Callable[[], T]) -> T:
         return self._on_owner(fn)
@@ -82,6 +92,16 @@ class ServiceJobAPI:
     def proposals(self) -> ProposalListResponse:
         return ProposalStore(self.settings.corpus).list(None)
 
+    def ingest_session(self, req: SessionIngestRequest) -> SessionIngestResponse:
+        # Transcripts are written on the job's thread (they can be large); only their indexing
+        # goes to the owner, as for `dory sessions ingest`.
+        response = self._save_session(req)
+        paths = changed_paths(response)
+        if paths:
+            self.index_paths(paths)
+            response.indexed = True
+        return response
+
     def swap_file(self, rel: str, data: bytes, expected_hash: str) -> str | None:
         def swap() -> str | None:
             try:
@@ -104,6 +124,8 @@ def jobs_table(settings: Settings) -> JobsResponse:
             shown, enabled, nxt = schedule.spec, schedule.enabled, None
             if schedule.enabled:
                 nxt = schedule.next_after(now_local())
+            elif spec.driven:  # run by the daemon itself (capture)
+                shown, enabled = spec.driven(settings)
             elif spec.after:  # a follower without its own cron runs when its leader does
                 leader = parse_schedule(schedule_spec(settings, spec.after), spec.after)
                 shown, enabled = f"after {spec.after}", leader.enabled

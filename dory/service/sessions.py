@@ -7,16 +7,12 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import json
-import os
-import socket
-from pathlib import Path
 
 from dory import llm
 from dory.corpus.atomic import write_atomic
 from dory.errors import BackendUnavailable, DoryError, LlmBadOutput, UsageError
 from dory.index.store import now_iso
 from dory.models import (
-    MAX_INGEST_BYTES,
     CompactMethod,
     CompactRequest,
     CompactResponse,
@@ -42,21 +38,13 @@ from dory.service.context import read_summary, session_messages
 from dory.service.session_deps import SessionDeps
 from dory.sessions import compaction
 from dory.sessions.files import info
+from dory.sessions.harness import harness_root, this_device, transcripts
 from dory.sessions.importers import detect_format, parse_source
 from dory.sessions.packing import MESSAGE_OVERHEAD, PackMessage
-from dory.sessions.transcript import Message, slug
+from dory.sessions.transcript import Message
 
-# Where the harnesses keep their transcripts (override with the environment, e.g. for tests).
-HARNESS_ROOTS = {
-    "claude-code": ("DORY_CLAUDE_PROJECTS_ROOT", "~/.claude/projects"),
-    "codex": ("DORY_CODEX_SESSIONS_ROOT", "~/.codex/sessions"),
-}
 CHANGED = ("created", "appended", "updated")
 _JSONL_TYPES = {"user": "user", "assistant": "assistant", "tool": "tool_result", "system": "system"}
-
-
-def this_device() -> str:
-    return slug(socket.gethostname(), 40) or "unknown"
 
 
 class SessionService:
@@ -65,7 +53,13 @@ class SessionService:
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
-        response = self._save(
+        response = self.save(req)
+        self._index(changed_paths(response), response)
+        return response
+
+    def save(self, req: SessionIngestRequest) -> SessionIngestResponse:
+        """Save the sessions in one harness file; the caller tells the index (see changed_paths)."""
+        return self._save(
             req.content.encode("utf-8", "surrogatepass"),
             req.format,
             req.source_path,
@@ -73,8 +67,6 @@ class SessionService:
             req.device,
             req.dry_run,
         )
-        self._index([s.path for s in response.sessions if s.action in CHANGED], response)
-        return response
 
     def _save(
         self,
@@ -125,9 +117,9 @@ class SessionService:
         warnings: list[str] = []
         changed: list[str] = []
         for harness in req.harnesses:
-            root = harness_root(harness)
+            root = harness_root(harness, self.deps.settings)
             roots[harness] = str(root) if root.is_dir() else None
-            for path in _transcripts(root, harness, since, warnings):
+            for path in transcripts(root, harness, since, warnings):
                 try:
                     data = path.read_bytes()
                 except OSError as exc:
@@ -135,7 +127,7 @@ class SessionService:
                     continue
                 one = self._save(data, harness, str(path), None, None, req.dry_run)
                 results.append(one)
-                changed += [s.path for s in one.sessions if s.action in CHANGED]
+                changed += changed_paths(one)
         response = SessionImportResponse(roots=roots, files=results, counts=_counts(results), warnings=warnings)
         if changed and not req.dry_run:
             self.deps.index_paths(changed)
@@ -304,32 +296,9 @@ class SessionService:
         return info(rel, session)
 
 
-def harness_root(harness: str) -> Path:
-    variable, default = HARNESS_ROOTS[harness]
-    return Path(os.environ.get(variable) or default).expanduser()
-
-
-def _transcripts(root: Path, harness: str, since: float | None, warnings: list[str]) -> list[Path]:
-    if not root.is_dir():
-        return []
-    found = []
-    for path in sorted(root.rglob("*.jsonl")):
-        if not path.is_file():
-            continue
-        if harness == "claude-code" and "subagents" in path.relative_to(root).parts:
-            continue  # a subagent's answer already reaches the main transcript as a tool result
-        try:
-            st = path.stat()
-        except OSError as exc:
-            warnings.append(f"{path}: {exc.strerror}")
-            continue
-        if since is not None and st.st_mtime < since:
-            continue
-        if st.st_size > MAX_INGEST_BYTES:
-            warnings.append(f"{path}: {st.st_size} bytes is over the {MAX_INGEST_BYTES}-byte import cap; skipped")
-            continue
-        found.append(path)
-    return found
+def changed_paths(response: SessionIngestResponse) -> list[str]:
+    """The transcripts an ingest created or changed (what the index must learn about)."""
+    return [] if response.dry_run else [s.path for s in response.sessions if s.action in CHANGED]
 
 
 def _day_start(day: str) -> float:

@@ -219,6 +219,23 @@ class SessionStore:
             (last_day, first_day),
         ).fetchall()
 
+    def turn_ids_between(self, first: str, last: str) -> list[str]:
+        """Ids of the turns (sessions not deleted) whose time, or without one the session's last
+        update, lies in [first, last): UTC, `YYYY-MM-DDTHH:MM:SS`."""
+        moment = "substr(coalesce(m.time, s.updated, s.started, ''), 1, 19)"
+        rows = self.conn.execute(
+            f"SELECT m.message_id FROM messages m JOIN sessions s ON s.id = m.session_row "
+            f"WHERE s.status != 'deleted' AND {moment} >= ? AND {moment} < ? ORDER BY m.message_id",
+            (first, last),
+        )
+        return [row[0] for row in rows]
+
+    def changed_since(self, mtime_ns: int) -> bool:
+        """Whether some transcript was last written after `mtime_ns` (as indexed)."""
+        return (
+            self.conn.execute("SELECT 1 FROM sessions WHERE mtime_ns > ? LIMIT 1", (mtime_ns,)).fetchone() is not None
+        )
+
     def find(self, ident: str, prefix: bool) -> list[tuple[str, str]]:
         """(path, session_id) of the sessions with this id, or (prefix) whose id starts with it."""
         if not prefix:

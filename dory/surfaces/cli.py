@@ -16,7 +16,16 @@ import click
 from dory.cpu import configure_blas_threads
 from dory.errors import DoryError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
-from dory.surfaces import connect_cli, context_cli, http_cli, mcp_cli, memory_cli, render, sessions_cli
+from dory.surfaces import (
+    capture_cli,
+    connect_cli,
+    context_cli,
+    http_cli,
+    mcp_cli,
+    memory_cli,
+    render,
+    sessions_cli,
+)
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
 
@@ -269,7 +278,7 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     """Run one job once, through the job ledger (by the daemon when it runs).
 
     Jobs: reconcile, daily-digest (period YYYY-MM-DD), weekly-digest (YYYY-Www), dream, maintain,
-    wiki-refresh (YYYY-MM-DD).
+    wiki-refresh (YYYY-MM-DD), capture.
     """
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
     with service(ctx) as svc:
@@ -306,6 +315,7 @@ def models_status() -> Result:
 for _command in (
     memory_cli.COMMANDS
     + sessions_cli.COMMANDS
+    + capture_cli.COMMANDS
     + context_cli.COMMANDS
     + http_cli.COMMANDS
     + mcp_cli.COMMANDS

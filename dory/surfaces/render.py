@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dory.models import (
+    CaptureStatus,
     CompactResponse,
     ContextPackResponse,
     DaemonStatus,
@@ -109,6 +110,7 @@ def _daemon_lines(daemon: DaemonStatus) -> list[str]:
         "embedder": daemon.embedder,
         "scheduler": daemon.scheduler,
         "control socket": daemon.control,
+        "capture": daemon.capture,
     }
     return [
         f"daemon       pid {daemon.pid}, up {daemon.uptime_s} s, {'idle' if daemon.idle else 'working'}; "
@@ -142,6 +144,27 @@ def jobs(res: JobsResponse) -> str:
         lines.append(f"{'':12} last: {last_text}")
         lines += [f"{'':12}       {run.status} for {run.period} ({run.trigger})" for run in job.recent_runs[1:]]
         lines += [f"{'':12} ! {w}" for w in job.warnings]
+    return "\n".join(lines)
+
+
+def capture_status(st: CaptureStatus) -> str:
+    state = "on" if st.enabled else "off"
+    written = f" ({st.config_file} updated)" if st.changed else ""
+    lines = [f"capture {state}{written}; device {st.device}; sweep every {st.sweep_s:g} s"]
+    for root in st.roots:
+        where = f"{root.followed} transcripts followed" if root.exists else "not there (yet)"
+        lines.append(f"  {root.harness:12} {root.path}: {where}")
+    target = f"shipped to {st.server}" if st.server else "saved into this corpus"
+    lines.append(f"sessions are {target}")
+    if st.server:
+        lines.append(f"  spool: {st.spool_pending} waiting, {st.spool_refused} refused by the server")
+    if st.shipping_error:
+        lines.append(f"  ! {st.shipping_error} (next try {st.next_try})")
+    if st.last_run:
+        lines.append(
+            f"last run: {st.last_run.status} at {st.last_run.ended or st.last_run.started} ({st.last_run.trigger})"
+        )
+    lines += [f"! {w}" for w in st.warnings]
     return "\n".join(lines)
 
 

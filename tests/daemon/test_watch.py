@@ -213,6 +213,30 @@ def test_temp_swap_conflict_and_ignored_files_are_never_indexed(daemon: DaemonPr
     assert [h["path"] for h in body["hits"]] == ["notes/real.md"]
 
 
+def test_a_note_synced_in_by_syncthing_is_indexed_like_any_save(daemon: DaemonProcess, tmp_path: Path) -> None:
+    """Syncthing writes `.syncthing.<name>.tmp` beside the note and renames it into place; it keeps
+    conflicting versions as `<name>.sync-conflict-<date>-<time>-<device>.md`, old versions in
+    `.stversions/` and a `.stfolder` marker. Only the synced notes themselves enter the index."""
+    notes = daemon.root / "notes"
+    for name, body in (("n4.md", "changed on the laptop, a narwhal"), ("from-laptop.md", "a new narwhal note")):
+        temp = notes / f".syncthing.{name}.tmp"
+        temp.write_text(note(name, body))
+        os.replace(temp, notes / name)
+    junk = [
+        "notes/n4.sync-conflict-20261126-013104-7NCQ3XW.md",
+        ".stversions/notes/n4~20261126-013104.md",
+        "notes/.syncthing.half-written.md.tmp",
+        ".stfolder/marker.md",
+    ]
+    for rel in junk:
+        (daemon.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (daemon.root / rel).write_text(note("junk", "an older narwhal"))
+    expected = settles_to_fresh(daemon, tmp_path)
+    assert not set(junk) & set(expected)
+    _, body, _ = daemon.cli("search", "narwhal", "-m", "bm25")
+    assert sorted(h["path"] for h in body["hits"]) == ["notes/from-laptop.md", "notes/n4.md"]
+
+
 BATCH = re.compile(r"batch of (\d+) paths: (\d+) new, (\d+) changed, (\d+) renamed, (\d+) deleted")
 
 

@@ -18,10 +18,13 @@ Formats and the decisions taken for each:
   `tool_result` → a separate `tool` message (kind tool_result, `[error]` first line when `is_error`),
   `image` → `[image]` (never the base64), `thinking` skipped (private scratch work, often large).
   Consecutive assistant lines sharing `message.id` (Claude Code writes one line per content block)
-  form one message. `summary` records become system summary messages and the session title.
-  `system` records with text content become system messages. Skipped: `isMeta` records (harness-
-  injected caveats and command expansions) and `isSidechain` records (subagent chatter; the subagent's
-  answer already reaches the main thread as a tool result). A user record marked `isCompactSummary`
+  form one message. `summary` records become system summary messages and the session title. The
+  compaction boundary (`system` record, subtype `compact_boundary`) becomes a system message; other
+  `system` records are harness status (hooks, local commands, retries, timings) and are skipped.
+  Skipped too: `isMeta` records (harness-injected caveats and command expansions), `isSidechain`
+  records (subagent chatter; the subagent's answer already reaches the main thread as a tool
+  result), slash-command and local-command records, hook output, and `<system-reminder>` blocks
+  inside prompts and tool results (see claude_code.py). A user record marked `isCompactSummary`
   becomes a system summary. Other record types (file-history-snapshot, …) are ignored. `cwd`,
   `gitBranch` and `version` go to the frontmatter. Agent "claude-code".
 - `codex` (`~/.codex/sessions/YYYY/MM/DD/rollout-…-<uuid>.jsonl`): `session_meta` gives the id, cwd,
@@ -38,6 +41,9 @@ Formats and the decisions taken for each:
   rollouts (items without the `payload` wrapper) are read the same way. Agent "codex".
 - `markdown`: Dory's own transcript (`parse_session`); its ids are kept, its text is cleaned and
   redacted again, its agent/device win over the caller's (which fill in only what is missing).
+
+`ImportResult.resume_line` is the line where the last message began: whoever reads a growing file
+incrementally (dory/sessions/capture.py) parses again from there, since that message may still grow.
 
 Common rules: a message with no text and no tool calls is dropped; a message equal to the one before it
 (role, time, text, kind) is kept once, tool calls united; a session without messages is a problem, not

@@ -32,6 +32,7 @@ _LEGACY_ITEMS = ("message", "reasoning", *_CALL_TYPES, *_OUTPUT_TYPES)
 def _read_codex(records: list[tuple[int, dict[str, Any]]]) -> _Source:
     source = _Source()
     for number, record in records:
+        source.at = number
         time = _time_of(record, "timestamp")
         if "payload" not in record:
             _codex_legacy(source, record, time)

@@ -23,6 +23,10 @@ class ImportResult:
     sessions: list[Session] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     redactions: int = 0
+    # The 1-based line where the last message began. That message may still gain lines (a Claude
+    # Code response is written one content block a line; a Codex tool call joins the message before
+    # it), so a reader of a growing file parses again from here, never from after it.
+    resume_line: int | None = None
 
 
 @dataclass
@@ -36,6 +40,7 @@ class _Draft:
     kind: Kind = "message"
     session_id: str | None = None  # None: the file's own session
     group: str | None = None  # Claude Code's message.id, shared by the lines of one response
+    line: int = 0  # the source line the message began on
 
 
 @dataclass
@@ -48,6 +53,7 @@ class _Source:
     extra: dict[str | None, dict[str, Any]] = field(default_factory=dict)
     first_id: str | None = None  # the session id the file itself states, if any
     truncated: bool = False
+    at: int = 0  # the line the reader is on (a new draft begins there)
 
     def add(self, draft: _Draft) -> None:
         last = self.drafts[-1] if self.drafts else None
@@ -61,6 +67,7 @@ class _Source:
             last.tool_calls += [call for call in draft.tool_calls if call not in last.tool_calls]
             last.kind = "message"
             return
+        draft.line = self.at
         self.drafts.append(draft)
 
     def note(self, session_id: str | None, key: str, value: object) -> None:

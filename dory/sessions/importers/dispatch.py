@@ -43,7 +43,9 @@ def parse_source(
     source = _READERS[chosen](records)
     source.problems = sorted(problems + source.problems, key=lambda problem: problem.line)
     source.truncated = truncated
-    return _build(source, chosen, data, source_path, agent or DEFAULT_AGENTS[chosen], device, now)
+    result = _build(source, chosen, data, source_path, agent or DEFAULT_AGENTS[chosen], device, now)
+    result.resume_line = source.drafts[-1].line if source.drafts else None
+    return result
 
 
 def detect_format(data: bytes, source_path: str | None = None) -> DetectedFormat:

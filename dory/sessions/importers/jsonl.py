@@ -26,6 +26,7 @@ _GENERIC_ROLES: dict[str, tuple[Role, Kind]] = {
 def _read_jsonl(records: list[tuple[int, dict[str, Any]]]) -> _Source:
     source = _Source()
     for number, record in records:
+        source.at = number
         draft = _generic_draft(number, record, source)
         if draft is not None:
             source.add(draft)

@@ -27,6 +27,8 @@ SCOPE = click.option(
 )
 DRY_RUN = click.option("--dry-run", is_flag=True, help="print the diff of each file; change nothing")
 
+# Harnesses whose transcripts the daemon's capture reads (dory/sessions/harness.py).
+CAPTURED = ("claude-code", "codex")
 CONNECTED = {"created": "created with {what}", "updated": "{what} added", "unchanged": "already connected ({what})"}
 DISCONNECTED = {
     "restored": "put back byte for byte as it was before connect",
@@ -42,18 +44,37 @@ DISCONNECTED = {
 @SCOPE
 @DRY_RUN
 @click.option("--no-hooks", is_flag=True, help="claude-code: the MCP server only, no session hooks")
+@click.option(
+    "--no-capture", is_flag=True, help="claude-code, codex: leave the daemon's automatic session capture as it is"
+)
 @click.option("--http", "url", metavar="URL", help="reach a running `dory serve` at URL (its /mcp) instead of stdio")
 @click.option("--token-env", metavar="VAR", help="with --http: the environment variable holding the bearer token")
 @click.pass_context
 @command
 def connect(
-    ctx: click.Context, harness: str, scope: str, dry_run: bool, no_hooks: bool, url: str | None, token_env: str | None
+    ctx: click.Context,
+    harness: str,
+    scope: str,
+    dry_run: bool,
+    no_hooks: bool,
+    no_capture: bool,
+    url: str | None,
+    token_env: str | None,
 ) -> Result:
-    """Add Dory's MCP server (and, for claude-code, its session hooks) to an agent harness's config."""
+    """Add Dory's MCP server (and, for claude-code, its session hooks) to an agent harness's config;
+    for claude-code and codex also switch on the daemon's capture of their transcripts."""
     places = _places()
     edits = harnesses.edits(harness, scope, _launch(ctx, url, token_env), not no_hooks, places)
     changes = apply.connect(edits, Manifest(manifest_path(places.home, places.env)), dry_run)
-    return _result(harness, scope, changes, dry_run, CONNECTED)
+    captured = harness in CAPTURED and not (no_capture or dry_run or url)
+    if captured:
+        from dory.service.capture import set_capture
+
+        set_capture(find_corpus(ctx.find_root().params.get("corpus"), os.environ), True)
+    payload, human = _result(harness, scope, changes, dry_run, CONNECTED)
+    payload["capture"] = captured
+    note = "\nsession capture: on ([capture] enabled in dory.toml; the daemon picks up new transcripts)"
+    return payload, (lambda: human() + note) if captured else human
 
 
 @click.command()

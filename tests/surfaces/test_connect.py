@@ -401,3 +401,20 @@ def test_json_style_is_kept(run: Run, home: Path, original: bytes, connected_sta
 
     run("disconnect", "claude-desktop")
     assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_connecting_a_harness_whose_transcripts_dory_reads_switches_capture_on(
+    run: Run, corpus: Path, harness: str
+) -> None:
+    assert not (corpus / "dory.toml").exists()
+    assert run("connect", harness, "--dry-run")["capture"] is False
+    assert not (corpus / "dory.toml").exists()
+    assert run("connect", harness)["capture"] is True
+    assert tomllib.loads((corpus / "dory.toml").read_text(encoding="utf-8"))["capture"]["enabled"] is True
+
+
+def test_cursor_and_no_capture_leave_capture_alone(run: Run, corpus: Path) -> None:
+    assert run("connect", "cursor")["capture"] is False
+    assert run("connect", "claude-code", "--no-capture")["capture"] is False
+    assert not (corpus / "dory.toml").exists()

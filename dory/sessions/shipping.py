@@ -79,11 +79,15 @@ class ShipReport:
     next_try: float | None = None  # epoch seconds, when waiting
 
 
-def drain(spool: Spool, ledger: CaptureLedger, server: str, token: str | None, retry_max_s: float) -> ShipReport:
-    """Send what the spool holds, unless the last failure's wait is not over yet."""
+def drain(
+    spool: Spool, ledger: CaptureLedger, server: str, token: str | None, retry_max_s: float, now: float | None = None
+) -> ShipReport:
+    """Send what the spool holds, unless the last failure's wait is not over yet. `now` (epoch
+    seconds, default the clock) is when this attempt happens: waits are counted from it."""
+    now = time.time() if now is None else now
     report = ShipReport()
     state = ledger.shipping()
-    if state.failures and time.time() < state.next_try:
+    if state.failures and now < state.next_try:
         report.pending, report.error, report.next_try = len(spool.pending()), state.last_error, state.next_try
         return report
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -91,7 +95,7 @@ def drain(spool: Spool, ledger: CaptureLedger, server: str, token: str | None, r
         for item in spool.pending():
             problem = _send(client, spool, item, report)
             if problem is not None:
-                _failed(ledger, state, problem, retry_max_s, report)
+                _failed(ledger, state, problem, retry_max_s, now, report)
                 break
         else:
             if state.failures:
@@ -123,9 +127,11 @@ def _send(client: httpx.Client, spool: Spool, item: Path, report: ShipReport) ->
     return f"{client.base_url} answered HTTP {answer.status_code}: {answer.text[:300]}"
 
 
-def _failed(ledger: CaptureLedger, state: ShippingState, problem: str, retry_max_s: float, report: ShipReport) -> None:
+def _failed(
+    ledger: CaptureLedger, state: ShippingState, problem: str, retry_max_s: float, now: float, report: ShipReport
+) -> None:
     failures = state.failures + 1
     wait = min(2.0 ** (failures - 1), retry_max_s)
-    next_try = time.time() + wait
+    next_try = now + wait
     ledger.set_shipping(ShippingState(failures, next_try, problem))
     report.error, report.next_try = problem, next_try

@@ -195,7 +195,10 @@ def test_wake_hook_with_a_server_that_never_answers_fails_open(entry: list[str],
         listener.listen(8)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         done = run_hook(entry, "wake", "--hook", "--deadline", "4", event=session_start(repo), DORY_URL=url)
-    assert_skipped(done, "wake", "backend_unavailable", "timed out")
+    # Which gives up first, the network wait or the hook's own deadline, depends on how busy the
+    # machine is; either way the hook must fail open.
+    code = "deadline_exceeded" if "(deadline_exceeded:" in done.stderr else "backend_unavailable"
+    assert_skipped(done, "wake", code)
 
 
 def test_a_hook_whose_event_never_ends_gives_up_at_its_deadline(corpus: Path) -> None:

@@ -136,16 +136,22 @@ def relpath(root: Path, path: Path) -> str:
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
+def check_visible(rel: str, rules: IgnoreRules, via: str = "") -> None:
+    """Refuse a path the indexer would never see: inside a hidden or ignored folder, or a hidden,
+    temporary or ignored name (`via` says how the caller got there, e.g. through a symlink)."""
+    parts = rel.split("/")
+    for depth, name in enumerate(parts[:-1], start=1):
+        if rules.skips_dir(name, "/".join(parts[:depth])):
+            raise PathNotAllowed(f"{rel}{via} is inside a hidden or ignored folder ({name}/)", path=rel)
+    if rules.skips_file(parts[-1], rel):
+        raise PathNotAllowed(f"{rel}{via} is a hidden, temporary or ignored name", path=rel)
+
+
 def resolve_note(root: Path, user_path: str, rules: IgnoreRules) -> tuple[str, Path]:
     """Like resolve_inside, but only for notes Dory would index: a markdown file that no ignore
     rule hides (so `.git/config`, `.env` or `.dory/` are never served to an agent)."""
     rel, resolved = resolve_inside(root, user_path)
-    parts = rel.split("/")
-    for depth, name in enumerate(parts[:-1], start=1):
-        if rules.skips_dir(name, "/".join(parts[:depth])):
-            raise PathNotAllowed(f"{rel} is inside an ignored folder ({name}/)", path=rel)
-    if rules.skips_file(parts[-1], rel):
-        raise PathNotAllowed(f"{rel} is hidden, temporary or ignored by Dory", path=rel)
-    if not is_note(parts[-1]) or not is_note(resolved.name):
+    check_visible(rel, rules)
+    if not is_note(rel.rsplit("/", 1)[-1]) or not is_note(resolved.name):
         raise PathNotAllowed(f"{rel} is not a markdown note (.md)", path=rel)
     return rel, resolved

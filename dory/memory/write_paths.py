@@ -27,7 +27,7 @@ import unicodedata
 from pathlib import Path
 
 from dory.corpus.atomic import TEMP_NAME_OVERHEAD
-from dory.corpus.paths import WRITE_LOG_DIR, IgnoreRules, normalize_rel, relpath
+from dory.corpus.paths import WRITE_LOG_DIR, IgnoreRules, check_visible, normalize_rel, relpath
 from dory.errors import InvalidInput, NameTooLong, PathNotAllowed, PathNotWritable, PathOutsideCorpus
 from dory.memory.safety import SELECTORS, describe_char
 
@@ -103,16 +103,6 @@ def _check_protected(rel: str, allow_evidence: bool, via: str = "") -> None:
         raise PathNotWritable(f"{rel}{via} is inside {WRITE_LOG_DIR}/, Dory's record of who wrote what", path=rel)
 
 
-def _check_visible(rel: str, rules: IgnoreRules, via: str = "") -> None:
-    """Hidden, ignored or temporary names: the indexer would never see the note."""
-    parts = rel.split("/")
-    for depth, name in enumerate(parts[:-1], start=1):
-        if rules.skips_dir(name, "/".join(parts[:depth])):
-            raise PathNotAllowed(f"{rel}{via} is inside a hidden or ignored folder ({name}/)", path=rel)
-    if rules.skips_file(parts[-1], rel):
-        raise PathNotAllowed(f"{rel}{via} is a hidden, temporary or ignored name", path=rel)
-
-
 def _check_note_name(rel: str) -> None:
     name = rel.rsplit("/", 1)[-1]
     stem = name[: -len(NOTE_SUFFIX)]
@@ -181,14 +171,14 @@ def check_write_path(root: Path, user_path: str, rules: IgnoreRules, allow_evide
     _check_lengths(rel)
     _check_protected(rel, allow_evidence)
     _check_shapes(rel)
-    _check_visible(rel, rules)
+    check_visible(rel, rules)
     _check_note_name(rel)
     real_root = root.resolve()
     real_parent, below = _deepest_existing_folder(root, real_root, rel)
     real_rel = "/".join([relpath(real_root, real_parent), *below]).removeprefix("./")
     if real_rel != rel:  # a symlinked folder moved us: the real place must obey the same rules
         _check_protected(real_rel, allow_evidence, via=f" (through a symlink, from {rel})")
-        _check_visible(real_rel, rules, via=f" (through a symlink, from {rel})")
+        check_visible(real_rel, rules, via=f" (through a symlink, from {rel})")
     target = real_parent.joinpath(*below)
     _check_target(target, rel)
     return rel, target

@@ -45,6 +45,10 @@ class Principal:
         """admin allows everything; every token may read."""
         return scope == "read" or scope in self.scopes or "admin" in self.scopes
 
+    def agent(self, given: str | None) -> str | None:
+        """Who a write is recorded as made by: a token's name; the local user keeps what it said."""
+        return given if self is LOCAL_USER else self.name
+
     def require(self, scope: TokenScope) -> None:
         if not self.allows(scope):
             raise Forbidden(f"the token {self.name!r} lacks the {scope!r} scope", scope=scope, token=self.name)
@@ -127,6 +131,8 @@ class TokenStore:
     def create(self, req: TokenCreateRequest) -> TokenCreated:
         now = _now()
         expires_at = expiry(req.expires, now)
+        if req.name == LOCAL_USER.name:
+            raise InvalidInput(f"{req.name!r} names the local user (no token); choose another name", name=req.name)
         with self._locked() as records:
             if any(rec["name"] == req.name and _active(rec, now) for rec in records.values()):
                 raise AlreadyExists(f"a token named {req.name!r} exists; revoke it first", name=req.name)

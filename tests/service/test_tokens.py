@@ -110,3 +110,10 @@ def test_two_creators_at_once_lose_neither_token(tmp_path: Path) -> None:
         thread.join()
     store = TokenStore(path)
     assert sorted(store.verify(secret).name for secret in secrets) == sorted(f"t{n}" for n in range(8))
+
+
+def test_local_is_reserved_for_the_caller_without_a_token(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput) as info:
+        new(TokenStore(tmp_path / "tokens.json"), "local", "admin")
+    assert info.value.code == "validation_error"
+    assert not (tmp_path / "tokens.json").exists()

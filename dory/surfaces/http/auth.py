@@ -17,7 +17,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from dory.models import TokenScope
 from dory.service.tokens import LOCAL_USER, Principal, TokenStore
 
-LOCAL = LOCAL_USER
 bearer = HTTPBearer(auto_error=False, description="a token from `dory auth new NAME --scope …`")
 
 
@@ -27,7 +26,7 @@ class Gate:
 
     def authenticate(self, secret: str | None) -> Principal:
         if secret is None and not self.tokens.configured():
-            return LOCAL
+            return LOCAL_USER
         return self.tokens.verify(secret)
 
 

@@ -36,8 +36,7 @@ from dory.models import (
     WriteResponse,
 )
 from dory.service import DoryService
-from dory.service.tokens import Principal
-from dory.surfaces.http.auth import LOCAL, SessionWriter, Writer
+from dory.surfaces.http.auth import SessionWriter, Writer
 from dory.surfaces.http.errors import GUARDED, documented, from_parameters
 from dory.surfaces.http.freshness import GENERATION_HEADER
 
@@ -57,11 +56,6 @@ IdempotencyKey = Annotated[
 def _service(request: Request) -> DoryService:
     service: DoryService = request.app.state.service
     return service
-
-
-def _agent(who: Principal, given: str | None) -> str | None:
-    """A token's name is the agent of its writes; the open local mode keeps what the caller said."""
-    return given if who is LOCAL else who.name
 
 
 async def _done(request: Request, response: Response, kind: str, body: dict[str, Any]) -> None:
@@ -95,7 +89,7 @@ async def write(
     if_match: Annotated[str | None, Header(max_length=200)] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> WriteResponse:
-    req = req.model_copy(update={"expected_hash": _expected_hash(req, if_match), "agent": _agent(who, req.agent)})
+    req = req.model_copy(update={"expected_hash": _expected_hash(req, if_match), "agent": who.agent(req.agent)})
     result: WriteResponse = await request.app.state.limits.run(_service(request).write, req, idempotency_key)
     if not result.dry_run:
         await _done(request, response, "write", result.model_dump(mode="json"))
@@ -107,7 +101,7 @@ async def write(
 async def memory_write(
     req: MemoryWriteRequest, request: Request, response: Response, who: Writer, idempotency_key: IdempotencyKey = None
 ) -> MemoryWriteResponse:
-    req = req.model_copy(update={"agent": _agent(who, req.agent)})
+    req = req.model_copy(update={"agent": who.agent(req.agent)})
     run = request.app.state.limits.run
     result: MemoryWriteResponse = await run(_service(request).memory_write, req, idempotency_key, expensive=True)
     if not result.dry_run:
@@ -149,7 +143,7 @@ async def proposal_reject(
 async def session_ingest(
     req: SessionIngestRequest, request: Request, response: Response, who: SessionWriter
 ) -> SessionIngestResponse:
-    req = req.model_copy(update={"agent": _agent(who, req.agent)})
+    req = req.model_copy(update={"agent": who.agent(req.agent)})
     result: SessionIngestResponse = await request.app.state.limits.run(_service(request).sessions.ingest, req)
     if not result.dry_run:
         await _done(request, response, "session", result.model_dump(mode="json"))

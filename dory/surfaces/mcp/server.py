@@ -33,7 +33,6 @@ from dory.service.tokens import LOCAL_USER, Principal, TokenStore
 from dory.surfaces.mcp.tools import TOOLS, ToolSpec
 from dory.version import package_version
 
-LOCAL = LOCAL_USER
 # The bearer value the HTTP app passes for a caller without a token while no token exists at all
 # (the open local mode of `dory serve`); refused as soon as one token exists.
 OPEN_LOCAL = "dory-open-local"
@@ -43,7 +42,7 @@ INSTRUCTIONS = (
     "or earlier sessions, `search` (or `recall` for past sessions) and `get` what you need. Record durable "
     "facts with `memory_write`; write notes only when asked. Results are the user's own notes: cite paths."
 )
-_caller: ContextVar[Principal] = ContextVar("dory_mcp_caller", default=LOCAL)
+_caller: ContextVar[Principal] = ContextVar("dory_mcp_caller", default=LOCAL_USER)
 
 
 class TokenStoreVerifier:
@@ -55,7 +54,7 @@ class TokenStoreVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         if token == OPEN_LOCAL:
             configured = self.tokens.configured()
-            return None if configured else AccessToken(token=token, client_id=LOCAL.name, scopes=["admin"])
+            return None if configured else AccessToken(token=token, client_id=LOCAL_USER.name, scopes=["admin"])
         try:
             who = self.tokens.verify(token)
         except Unauthorized:
@@ -66,9 +65,9 @@ class TokenStoreVerifier:
 def _principal() -> Principal:
     token = get_access_token()
     if token is None:
-        return LOCAL  # stdio: the local user
-    if token.client_id == LOCAL.name:
-        return LOCAL
+        return LOCAL_USER  # stdio: the local user
+    if token.client_id == LOCAL_USER.name:
+        return LOCAL_USER
     return Principal(token.client_id, frozenset(token.scopes))
 
 
@@ -139,8 +138,8 @@ def _tool_function(spec: ToolSpec, service: DoryService) -> Any:
     def tool(**arguments: Any) -> CallToolResult:
         who = _caller.get()
         data = arguments | spec.fixed
-        if "agent" in spec.request.model_fields and who is not LOCAL:
-            data["agent"] = who.name
+        if "agent" in spec.request.model_fields:
+            data["agent"] = who.agent(data.get("agent"))
         try:
             result = spec.run(service, spec.request.model_validate(data))
         except pydantic.ValidationError as exc:

@@ -159,6 +159,25 @@ def swap_if_unchanged(path: Path, data: bytes, expected_hash: str, mode: int = 0
         _restore(path, aside)
 
 
+def remove_if_unchanged(path: Path, expected_hash: str) -> bool:
+    """Delete `path` only if it still holds `expected_hash`; False (and the file untouched) if not.
+    The file is renamed aside first and hashed there, so an editor saving meanwhile either lands
+    before the rename (the hash differs: it is put back) or creates a new file. A crash while it is
+    aside leaves an `old` temp that `repair_leftovers` puts back: removal is then simply not done."""
+    aside = _temp_beside(path, "old")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return False
+    crash_point("remove.aside")
+    if file_hash(aside) != expected_hash:
+        _restore(path, aside)
+        return False
+    aside.unlink()
+    fsync_dir(path.parent)
+    return True
+
+
 def _check_aside(path: Path, aside: Path, expected_hash: str) -> None:
     current = file_hash(aside)
     if current != expected_hash:

@@ -34,6 +34,10 @@ CRASH_POINTS = (
     "swap.temp-written",  # swap_if_unchanged: the new bytes in a temp file
     "swap.aside",  # swap_if_unchanged: the old file renamed aside; nothing at the path
     "swap.linked",  # swap_if_unchanged: the new file linked in; the old one still aside
+    "remove.aside",  # remove_if_unchanged: the file renamed aside, not yet checked and unlinked
+    "migrate.intent",  # a migration item's intent (its files and hashes) is in the manifest
+    "migrate.output",  # one file of a migration item is in place
+    "migrate.done",  # every file of the item is in place and the manifest says so
     "journal.applied",  # every file written; the receipt not yet recorded
     "journal.receipt",  # the receipt recorded; the staging folder not yet removed
 )

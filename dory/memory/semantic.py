@@ -142,7 +142,7 @@ class SemanticWriter:
             return SemanticPlan(response, [])
         event = self._event(req, entity, statement, active)
         page = self._render_page(entity, page_doc, [*history, event])
-        artifact = self._artifact(req, entity, event)
+        artifact = artifact_bytes(event, entity, req.subject, req.source)
         response.claim_id, response.ended_claims = event.claim_id, list(event.ends)
         response.evidence_path, response.page_hash = event.path, sha256_of(page)
         response.files = [event.path, entity.path]
@@ -177,42 +177,10 @@ class SemanticWriter:
             path=path,
         )
 
-    def _artifact(self, req: MemoryWriteRequest, entity: Entity, event: ClaimEvent) -> bytes:
-        fm = {
-            "title": f"Semantic {event.event}: {entity.title} ({event.kind})",
-            "type": "source",
-            "status": "done",
-            "canonical": False,
-            "source_kind": "semantic",
-            **event.frontmatter(),
-            "subject": req.subject,
-            "entity_path": entity.path,
-            "source": req.source,
-            "created": event.at[:10],
-        }
-        body = event.statement + (f"\n\nReason: {event.reason}" if event.reason else "")
-        return frontmatter.render({k: v for k, v in fm.items() if v is not None and v != []}, body)
-
     def _render_page(self, entity: Entity, doc: Document | None, events: list[ClaimEvent]) -> bytes:
         all_claims = claims.replay(events)
         if doc is None:
-            body = canonical.render_page(
-                canonical.compile_page(
-                    canonical.scaffold(entity.family, entity.slug), entity.family, entity.slug, all_claims, events
-                )
-            )
-            fm = {
-                "title": entity.title,
-                "type": entity.family,
-                "status": "active",
-                "canonical": True,
-                "source_kind": "canonical",
-                "slug": entity.slug,
-                "has_timeline": True,
-                "created": events[-1].at[:10],
-                "updated": events[-1].at[:10],
-            }
-            return frontmatter.render(frontmatter.normalise(fm, entity.path), body)
+            return new_page_bytes(entity, events)
         page = canonical.parse_page("\n".join(doc.lines[doc.body_start :]))
         body = canonical.render_page(canonical.compile_page(page, entity.family, entity.slug, all_claims, events))
         updates = {"updated": events[-1].at[:10], "has_timeline": True}
@@ -246,6 +214,45 @@ class SemanticWriter:
             files=plan.response.files,
         )
         return SemanticPlan(response, plan.changes)
+
+
+def artifact_bytes(event: ClaimEvent, entity: Entity, subject: str, source: str | None) -> bytes:
+    """The immutable evidence artifact of one claim event (the claim store is replayed from these)."""
+    fm = {
+        "title": f"Semantic {event.event}: {entity.title} ({event.kind})",
+        "type": "source",
+        "status": "done",
+        "canonical": False,
+        "source_kind": "semantic",
+        **event.frontmatter(),
+        "subject": subject,
+        "entity_path": entity.path,
+        "source": source,
+        "created": event.at[:10],
+    }
+    body = event.statement + (f"\n\nReason: {event.reason}" if event.reason else "")
+    return frontmatter.render({k: v for k, v in fm.items() if v is not None and v != []}, body)
+
+
+def new_page_bytes(entity: Entity, events: list[ClaimEvent], aliases: tuple[str, ...] = ()) -> bytes:
+    """A new canonical page for `entity`, compiled from its claim events."""
+    all_claims = claims.replay(events)
+    scaffold = canonical.scaffold(entity.family, entity.slug)
+    body = canonical.render_page(canonical.compile_page(scaffold, entity.family, entity.slug, all_claims, events))
+    fm = {
+        "title": entity.title,
+        "type": entity.family,
+        "status": "active",
+        "canonical": True,
+        "source_kind": "canonical",
+        "slug": entity.slug,
+        "aliases": list(aliases) or None,
+        "has_timeline": True,
+        "created": events[-1].at[:10],
+        "updated": events[-1].at[:10],
+    }
+    fm = {k: v for k, v in fm.items() if v is not None}
+    return frontmatter.render(frontmatter.normalise(fm, entity.path), body)
 
 
 def _same(a: str, b: str) -> bool:

@@ -60,6 +60,18 @@ from dory.models.memory import (
     ProposalListResponse,
     ProposalStatus,
 )
+from dory.models.migrate import (
+    MigrateClash,
+    MigrateEntity,
+    MigrateEstimate,
+    MigrateProblem,
+    MigrateRequest,
+    MigrateResponse,
+    MigrateUndoRequest,
+    MigrateUndoResponse,
+    MigrationRun,
+    MigrationRunsResponse,
+)
 from dory.models.notes import GetRequest, GetResponse, WriteKind, WriteRequest, WriteResponse
 from dory.models.search import (
     Confidence,
@@ -139,6 +151,16 @@ __all__ = [
     "MarkResponse",
     "MemoryWriteRequest",
     "MemoryWriteResponse",
+    "MigrateClash",
+    "MigrateEntity",
+    "MigrateEstimate",
+    "MigrateProblem",
+    "MigrateRequest",
+    "MigrateResponse",
+    "MigrateUndoRequest",
+    "MigrateUndoResponse",
+    "MigrationRun",
+    "MigrationRunsResponse",
     "PackInput",
     "PackedItem",
     "Proposal",

@@ -71,6 +71,7 @@ from dory.service import control
 from dory.service.context import ContextService
 from dory.service.freshness import current_generation, wait_for_generation
 from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
+from dory.service.migrate import MigrateService
 from dory.service.notes import read_note
 from dory.service.owner import IndexOwner, local_ownership
 from dory.service.resources import Resources
@@ -114,6 +115,7 @@ class DoryService:
         self.sessions = SessionService(deps)
         self.context = ContextService(deps)
         self.wiki = WikiService(settings, self.resources, self._require_index)
+        self.migrations = MigrateService(settings, self.resources, self.index_paths)
         # Set by a daemon in this process (`dory serve`): changes go straight to its writer thread.
         self.in_process_owner: InProcessOwner | None = None
 

@@ -23,6 +23,7 @@ from dory.surfaces import (
     http_cli,
     mcp_cli,
     memory_cli,
+    migrate_cli,
     render,
     sessions_cli,
 )
@@ -320,6 +321,7 @@ for _command in (
     + http_cli.COMMANDS
     + mcp_cli.COMMANDS
     + connect_cli.COMMANDS
+    + migrate_cli.COMMANDS
 ):
     cli.add_command(_command)
 

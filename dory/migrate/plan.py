@@ -1,0 +1,139 @@
+"""The first pass of a run: every item the source holds, what is new, and where each file goes.
+
+The plan decides final paths before anything is written, so a name that is taken (a file already
+in the corpus, or an earlier item of the same run) gets a suffix (`Name (2).md`) and every wikilink
+of the run can be rewritten to it in the second pass. An item an earlier run imported with the same
+content is skipped; one whose content changed is imported again under a new name and counted.
+An interrupted run that is resumed keeps the paths its manifest already promised.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dory.migrate.manifest import RunRecord
+from dory.migrate.model import Item, ItemProblem, Observation
+from dory.migrate.names import with_suffix
+from dory.models import MigrateClash, MigrateProblem
+
+
+@dataclass
+class Entry:
+    key: str
+    digest: str
+    kind: str
+    finals: list[str]  # the final path of each output, in output order
+    resumed: bool = False  # paths taken from an interrupted attempt's intent
+
+
+@dataclass
+class Plan:
+    corpus: Path
+    prior: dict[str, str]  # key -> digest imported by earlier runs still in place
+    resumed: RunRecord | None = None
+    entries: dict[str, Entry] = field(default_factory=dict)
+    items: Counter[str] = field(default_factory=Counter)
+    destinations: Counter[str] = field(default_factory=Counter)
+    renames: dict[str, str] = field(default_factory=dict)  # proposed path -> final path
+    clashes: list[MigrateClash] = field(default_factory=list)
+    problems: list[MigrateProblem] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    skipped_unchanged: int = 0
+    changed_since: int = 0
+    already_done: int = 0
+    llm_inputs: list[int] = field(default_factory=list)  # characters of each note an --llm run would read
+    _taken: set[str] = field(default_factory=set)  # final paths of this run, case-folded
+    _keys: set[str] = field(default_factory=set)
+
+    def add(self, found: Item | ItemProblem) -> None:
+        if isinstance(found, ItemProblem):
+            self.problems.append(MigrateProblem(source=found.source, code=found.code, message=found.message))
+            return
+        if found.key in self._keys:
+            self.problems.append(MigrateProblem(source=found.source, code="duplicate_item", message=found.key))
+            return
+        self._keys.add(found.key)
+        self.items[found.kind] += 1
+        self.observations.extend(found.observations)
+        if not self._is_new(found):
+            return
+        ours = self._promised(found.key)
+        finals = [self._final(out.path, ours) for out in found.outputs]
+        for final in finals:
+            self.destinations[final.split("/", 1)[0]] += 1
+        if found.kind in ("note", "evidence"):
+            self.llm_inputs.append(sum(len(out.data) for out in found.outputs))
+        self.entries[found.key] = Entry(found.key, found.digest, found.kind, finals, resumed=bool(ours))
+
+    def _is_new(self, item: Item) -> bool:
+        if self.resumed is not None and self.resumed.done.get(item.key) == item.digest:
+            self.already_done += 1
+            return False
+        before = self.prior.get(item.key)
+        if before == item.digest:
+            self.skipped_unchanged += 1
+            return False
+        if before is not None:
+            self.changed_since += 1
+        return True
+
+    def _promised(self, key: str) -> set[str]:
+        """Paths an interrupted attempt of this run already recorded for `key`."""
+        if self.resumed is None or key not in self.resumed.intents:
+            return set()
+        return {out.path for out in self.resumed.intents[key][1]}
+
+    def _final(self, proposed: str, ours: set[str]) -> str:
+        final, n = proposed, 1
+        while self._is_taken(final, ours):
+            n += 1
+            final = with_suffix(proposed, n)
+        if final != proposed:
+            self.renames[proposed] = final
+            why = "an earlier item of this run" if proposed.casefold() in self._taken else "an existing file"
+            self.clashes.append(MigrateClash(wanted=proposed, used=final, reason=f"the name is taken by {why}"))
+        self._taken.add(final.casefold())
+        return final
+
+    def _is_taken(self, path: str, ours: set[str]) -> bool:
+        if path.casefold() in self._taken:
+            return True
+        if path in ours:
+            return False
+        return (self.corpus / path).exists() or (self.corpus / path).is_symlink()
+
+    def take(self, path: str) -> None:
+        """A path used by a write that found its planned name taken after all."""
+        self._taken.add(path.casefold())
+
+    def fresh_path(self, proposed: str) -> str:
+        return self._final(proposed, set())
+
+
+_LINK = re.compile(r"(!?\[\[)([^\]|#\n]+)([\]|#])")
+
+
+def rewrite_links(data: bytes, renames: dict[str, str]) -> bytes:
+    """This run's wikilinks to a renamed path, pointed at the new one."""
+    if not renames:
+        return data
+    targets = {_no_md(old): _no_md(new) for old, new in renames.items()}
+
+    def swap(match: re.Match[str]) -> str:
+        target = targets.get(match.group(2))
+        return match.group(0) if target is None else f"{match.group(1)}{target}{match.group(3)}"
+
+    text = data.decode("utf-8", "surrogateescape")
+    return _LINK.sub(swap, text).encode("utf-8", "surrogateescape")
+
+
+def _no_md(path: str) -> str:
+    return path[:-3] if path.endswith(".md") else path
+
+
+def top_folder(path: str) -> str:
+    return posixpath.dirname(path).split("/", 1)[0] or path

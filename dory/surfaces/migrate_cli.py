@@ -27,6 +27,8 @@ RUN = "run"
 class _SourceOrCommand(click.Group):
     """`dory migrate SRC …` runs the hidden `run` command; `dory migrate runs|undo …` the named one."""
 
+    default_command = RUN
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and not args[0].startswith("-") and args[0] not in self.commands:
             args = [RUN, *args]
@@ -61,7 +63,8 @@ def migrate() -> None:
 def run(
     ctx: click.Context, source: str, from_format: str | None, into: str | None, dry_run: bool, estimate: bool, llm: bool
 ) -> Result:
-    """Migrate SOURCE into the corpus."""
+    """Import notes, chats and memories from another tool (SOURCE: a folder, a zip or a file) as one
+    run: idempotent, resumable and undoable; --dry-run shows the plan first."""
     req = MigrateRequest(
         source=source, from_format=from_format, into=into, dry_run=dry_run or estimate, estimate=estimate, llm=llm
     )

@@ -40,7 +40,11 @@ def leaf_commands(
 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
     """(path, command) for every visible command that is not a group, depth first, in registration order."""
     group = root_command() if group is None else group
+    default = getattr(group, "default_command", None)  # `dory migrate SRC` runs a hidden `run`
     for name, command in group.commands.items():
+        if name == default:
+            yield path, command
+            continue
         if command.hidden:
             continue
         if isinstance(command, click.Group):

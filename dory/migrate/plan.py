@@ -9,16 +9,22 @@ An interrupted run that is resumed keeps the paths its manifest already promised
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dory.memory import safety
 from dory.migrate.manifest import RunRecord
-from dory.migrate.model import Item, ItemProblem, Observation
+from dory.migrate.model import Item, ItemProblem, Observation, Output
 from dory.migrate.names import with_suffix
-from dory.models import MigrateClash, MigrateProblem
+from dory.models import MigrateClash, MigrateProblem, MigrateQuarantined
+
+QUARANTINE = "inbox/quarantine/migrations"
+# What sends an imported note to quarantine instead of memory: text aimed at an agent reading it.
+# Stray invisible or control characters are common in old notes and only reported by writes.
+QUARANTINE_CODES = frozenset({"prompt_injection", safety.SUSPECT, "tag_characters", "bidi_control"})
+SCANNED_ROLES = frozenset({"note", "evidence"})
 
 
 @dataclass
@@ -40,6 +46,7 @@ class Plan:
     destinations: Counter[str] = field(default_factory=Counter)
     renames: dict[str, str] = field(default_factory=dict)  # proposed path -> final path
     clashes: list[MigrateClash] = field(default_factory=list)
+    quarantined: list[MigrateQuarantined] = field(default_factory=list)
     problems: list[MigrateProblem] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
     skipped_unchanged: int = 0
@@ -62,12 +69,29 @@ class Plan:
         if not self._is_new(found):
             return
         ours = self._promised(found.key)
-        finals = [self._final(out.path, ours) for out in found.outputs]
+        finals = []
+        for out in found.outputs:
+            final = self._final(self._screened(out), ours)
+            if final != out.path:
+                self.renames[out.path] = final
+            finals.append(final)
         for final in finals:
             self.destinations[final.split("/", 1)[0]] += 1
         if found.kind in ("note", "evidence"):
             self.llm_inputs.append(sum(len(out.data) for out in found.outputs))
         self.entries[found.key] = Entry(found.key, found.digest, found.kind, finals, resumed=bool(ours))
+
+    def _screened(self, out: Output) -> str:
+        """The output's path, or its place under quarantine when its text is aimed at agents."""
+        if out.role not in SCANNED_ROLES or not out.path.endswith(".md"):
+            return out.path
+        text = out.data.decode("utf-8", "replace")
+        found = [p for p in safety.scan_content(text, len(out.data) + 1) if p.code in QUARANTINE_CODES]
+        if not found:
+            return out.path
+        path = f"{QUARANTINE}/{out.path}"
+        self.quarantined.append(MigrateQuarantined(path=path, reason=found[0].message))
+        return path
 
     def _is_new(self, item: Item) -> bool:
         if self.resumed is not None and self.resumed.done.get(item.key) == item.digest:
@@ -133,7 +157,3 @@ def rewrite_links(data: bytes, renames: dict[str, str]) -> bytes:
 
 def _no_md(path: str) -> str:
     return path[:-3] if path.endswith(".md") else path
-
-
-def top_folder(path: str) -> str:
-    return posixpath.dirname(path).split("/", 1)[0] or path

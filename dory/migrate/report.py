@@ -62,6 +62,10 @@ def render(response: MigrateResponse, plan: Plan | None = None) -> str:
         [f"- `{c.wanted}` → `{c.used}`: {c.reason}" for c in response.clashes],
     )
     lines += _section(
+        "Quarantined (kept out of memory; review in inbox/quarantine/)",
+        [f"- `{q.path}`: {q.reason}" for q in response.quarantined],
+    )
+    lines += _section(
         "Entities",
         [
             f"- {e.name} ({e.family}, `{e.path}`{', existing page kept' if e.existing else ''}): {e.claims} claims"

@@ -74,6 +74,7 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
             skipped_unchanged=plan.skipped_unchanged,
             changed_since=plan.changed_since,
             clashes=plan.clashes,
+            quarantined=plan.quarantined,
             entities=opts.entities.summary,
             problems=plan.problems,
         )

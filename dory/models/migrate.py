@@ -28,6 +28,11 @@ class MigrateClash(_Model):
     reason: str
 
 
+class MigrateQuarantined(_Model):
+    path: str = Field(description="where the note went instead of memory (inbox/quarantine/migrations/…)")
+    reason: str
+
+
 class MigrateEntity(_Model):
     name: str
     family: str
@@ -57,6 +62,7 @@ class MigrateResponse(_Model):
     changed_since: int = Field(0, description="items imported before whose source has changed (imported again)")
     clashes: list[MigrateClash] = Field(default_factory=list)
     entities: list[MigrateEntity] = Field(default_factory=list)
+    quarantined: list[MigrateQuarantined] = Field(default_factory=list)
     problems: list[MigrateProblem] = Field(default_factory=list)
     estimate: MigrateEstimate | None = None
     report: str | None = None

@@ -129,6 +129,7 @@ def render_migration(res: MigrateResponse) -> str:
         f"  already imported (skipped): {res.skipped_unchanged}; changed since (imported again): {res.changed_since}"
     )
     lines += [f"  clash: {c.wanted} → {c.used}" for c in res.clashes[:50]]
+    lines += [f"  quarantined: {q.path}: {q.reason}" for q in res.quarantined[:50]]
     if res.entities:
         lines.append(f"  entities: {len(res.entities)}")
         lines += [f"    {e.name} ({e.family}) {e.path}: {e.claims} claims" for e in res.entities[:30]]

@@ -9,7 +9,12 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-LABELS = {"lexical": "indexing text", "vectors": "embedding"}
+LABELS = {
+    "lexical": "indexing text",
+    "vectors": "embedding",
+    "reading": "reading the source",
+    "writing": "writing notes",
+}
 
 
 @contextmanager

@@ -6,6 +6,7 @@
   evidence (a table for CSV, pretty-printed JSON, the text as it is), with `source_kind: imported`
   and the source path in the frontmatter. Malformed JSON/YAML/TOML is kept as text, with a note.
 - Attachments (images, PDFs, audio, office files): copied beside, unchanged.
+- A file without an extension that holds text (README, LICENSE): evidence, as `.txt` would be.
 - Anything else: an `unknown_format` problem; the rest goes on.
 """
 
@@ -64,6 +65,8 @@ def read_file(file: SourceFile, into: str, ctx: ReadContext) -> Yielded:
         return _markdown(file, data, into, key)
     if ext in EVIDENCE:
         return evidence(file, data, into, key, ctx)
+    if ext == "" and b"\x00" not in data[:8192]:  # README, LICENSE, notes saved without an extension
+        return evidence(file, data, into, key, ctx)
     if ext in BINARY_ATTACHMENTS:
         out = Output(target_path(into, file.rel), data, "attachment")
         return Item(key, "attachment", file.rel, digest_of(data), [out])
@@ -96,10 +99,12 @@ def evidence(file: SourceFile, data: bytes, into: str, key: str, ctx: ReadContex
         "status": "raw",
         "source_kind": "imported",
         "source": file.rel,
-        "source_format": file.suffix,
+        "source_format": file.suffix or "text",
         "created": ctx.now[:10],
     }
-    out = Output(target_path(into, file.rel, f".{file.suffix}.md"), note(fm, body), "evidence")
+    out = Output(
+        target_path(into, file.rel, f".{file.suffix}.md" if file.suffix else ".md"), note(fm, body), "evidence"
+    )
     return Item(key, "evidence", file.rel, digest_of(data), [out], note=notes)
 
 

@@ -233,17 +233,26 @@ def _graph_text(file: SourceFile) -> tuple[bytes, str] | None:
     except (OSError, ValueError, NotText):
         return None
     whole = _whole_document(text)
+    first: Any = None
     if isinstance(whole, dict):
-        return (data, text) if isinstance(whole.get("entities", whole.get("relations")), list) else None
-    first: Any = whole[0] if isinstance(whole, list) and whole else None
-    if whole is None:
+        records = [*_list(whole.get("entities")), *_list(whole.get("relations"))]
+        first = records[0] if records else None
+    elif isinstance(whole, list):
+        first = whole[0] if whole else None
+    else:
         line = next((line for line in text.splitlines() if line.strip()), "")
         try:
             first = json.loads(line)
         except (ValueError, RecursionError):
             return None
-    if not isinstance(first, dict):
-        return None
-    is_entity = (first.get("type") == "entity" or "entityType" in first) and isinstance(first.get("name"), str)
-    is_relation = first.get("type") == "relation" or "relationType" in first
-    return (data, text) if is_entity or is_relation else None
+    return (data, text) if isinstance(first, dict) and _is_record(first) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _is_record(value: dict[str, Any]) -> bool:
+    """An entity (a name and a type or observations) or a relation (a relationType)."""
+    entity = isinstance(value.get("name"), str) and ("entityType" in value or "observations" in value)
+    return value.get("type") in ("entity", "relation", None) and (entity or "relationType" in value)

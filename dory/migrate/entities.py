@@ -3,7 +3,9 @@
 Readers yield `Observation`s ("Ada Lovelace: wrote the first program"); here they meet. Names are
 clustered when any of their spellings or aliases fold alike (`name_key`: case, accents,
 punctuation, `-` and `_` do not count), so "D3.js", "d3-js" and "D3 JS" are one entity. The
-cluster is named by its most frequent spelling and filed in its most frequent family.
+cluster is named by its most frequent spelling (counted once per place in the source, so a record
+with many observations does not outvote the others; ties go to the first seen) and filed in its
+most frequent family.
 
 `name_key` is `normalise_name` (dory.memory.entities) for Latin script, but it keeps the letters of
 every other script: normalise_name folds to ASCII (the index's mention matcher depends on that),
@@ -76,6 +78,7 @@ class _Cluster:
     aliases: set[str] = field(default_factory=set)
     families: Counter[str] = field(default_factory=Counter)
     observations: list[Observation] = field(default_factory=list)
+    sources: set[tuple[str, str]] = field(default_factory=set)  # (spelling, source place) counted
 
     def absorb(self, other: _Cluster) -> None:
         self.keys |= other.keys
@@ -83,6 +86,7 @@ class _Cluster:
         self.aliases |= other.aliases
         self.families.update(other.families)
         self.observations += other.observations
+        self.sources |= other.sources
 
 
 def cluster(observations: list[Observation]) -> list[_Cluster]:
@@ -106,7 +110,10 @@ def cluster(observations: list[Observation]) -> list[_Cluster]:
             continue
         group = groups.setdefault(find(key), _Cluster())
         group.keys.update(k for k in (name_key(n) for n in (obs.name, *obs.aliases)) if k)
-        group.spellings[" ".join(obs.name.split())] += 1
+        spelling = " ".join(obs.name.split())
+        if not obs.source or (spelling, obs.source) not in group.sources:  # a spelling counts once a place
+            group.spellings[spelling] += 1
+            group.sources.add((spelling, obs.source))
         group.aliases.update(" ".join(a.split()) for a in obs.aliases if name_key(a))
         group.families[obs.family if obs.family in FAMILIES else "concept"] += 1
         group.observations.append(obs)

@@ -44,16 +44,21 @@ from dory.models import MigrateEntity
 FAMILIES = ("person", "project", "concept", "decision")
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _WIKILINK = re.compile(r"\[\[[^\]\n]*\]\]")
-_MATCH_RANK = {"slug": 0, "title": 1, "alias": 2}  # the registry's order: slug, then title, then alias
+_MATCH_RANK = {"slug": 0, "title": 1, "alias": 2}
+_SUFFIX_SIGNS = {"+": " plus", "#": " sharp"}  # the registry's order: slug, then title, then alias
 
 
 def name_key(text: str) -> str:
     """A name folded for clustering: accents dropped, letters and digits of any script lowercased,
-    everything else a word break."""
-    chars = []
+    everything else a word break, except `+` and `#` written right after a word ("C++", "C#",
+    "F#" are not "C")."""
+    chars: list[str] = []
     for char in unicodedata.normalize("NFKD", text):
         category = unicodedata.category(char)
         if category == "Mn":
+            continue
+        if char in _SUFFIX_SIGNS and chars and chars[-1] not in " ":
+            chars.append(_SUFFIX_SIGNS[char])
             continue
         chars.append(char.lower() if category[0] in "LN" else " ")
     return " ".join("".join(chars).split())

@@ -34,6 +34,8 @@ def test_name_key_folds_case_accents_and_punctuation_in_every_script() -> None:
     assert name_key("Проект Ёлка") == "проект елка"  # not "" as an ASCII fold would give
     assert name_key("зонтичный-issue-7") != name_key("issue-7")
     assert name_key("?!") == ""
+    assert len({name_key("C"), name_key("C++"), name_key("c#"), name_key("C-Sharp")}) == 3  # C# = C-Sharp
+    assert name_key("#tag +1") == "tag 1"
 
 
 def test_spellings_across_documents_become_one_page(

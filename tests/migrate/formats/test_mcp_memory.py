@@ -10,7 +10,8 @@ from pathlib import Path
 from support.migration import Migrate, tree_hashes
 
 from dory.memory import claims
-from dory.models import LinkLintRequest, ReindexRequest, SearchRequest
+from dory.migrate.formats.generic import MAX_EVIDENCE_BYTES
+from dory.models import LinkLintRequest, MigrateUndoRequest, ReindexRequest, SearchRequest
 from dory.service import DoryService
 
 GRAPH = [
@@ -190,3 +191,32 @@ def test_server_memory_editor_sample_merges_repeated_names(
     assert service.link_lint(LinkLintRequest()).broken_total == 0
     before = tree_hashes(corpus)
     assert migrate(src).created == 0 and tree_hashes(corpus) == before
+
+
+def test_undo_removes_pages_and_claims_and_keeps_an_edited_page(
+    tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService
+) -> None:
+    before = tree_hashes(corpus)
+    res = migrate(_write_graph(tmp_path / "graph", GRAPH))
+    assert res.run is not None and len(claims.dump(service.store.conn)) == 6
+    edited = corpus / "projects/analytical-engine/state.md"
+    edited.write_text(edited.read_text("utf-8") + "\nMy own line.\n", encoding="utf-8")
+    undone = service.migrations.undo(MigrateUndoRequest(run=res.run))
+    assert undone.kept_edited == ["projects/analytical-engine/state.md"]
+    assert claims.dump(service.store.conn) == []  # every claim artifact was the run's: all gone
+    left = set(tree_hashes(corpus)) - set(before)
+    assert {p for p in left if not p.startswith("references/reports/")} == {"projects/analytical-engine/state.md"}
+
+
+def test_a_graph_too_large_to_keep_as_evidence_still_gives_its_claims(
+    tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService
+) -> None:
+    junk = "x" * (MAX_EVIDENCE_BYTES + 10)
+    res = migrate(_write_graph(tmp_path / "graph", GRAPH[:1], junk + "\n"))
+    assert [(p.source, p.code) for p in res.problems] == [
+        ("memory.jsonl", "file_too_large"),
+        ("memory.jsonl#L2", "bad_json_line"),
+    ]
+    [claim] = claims.claims_for(service.store.conn, "person:ada-lovelace")
+    artifact = (corpus / claim.evidence).read_text("utf-8")
+    assert "source: memory.jsonl#L1" in artifact and "Evidence:" not in artifact

@@ -243,6 +243,12 @@ class LlmBadOutput(BackendUnavailable):
     http_status = 502
 
 
+class LlmNotConfigured(ConfigError):
+    """An operation that needs the LLM (`dory migrate --llm`) was asked for with no [llm] configured."""
+
+    code = "llm_not_configured"
+
+
 class NameTooLong(InvalidInput):
     """A file name longer than the file system allows (with room for Dory's temporary names)."""
 

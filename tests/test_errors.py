@@ -59,6 +59,7 @@ TABLE = {
     "EmbeddingEndpointError": ("embedding_endpoint_error", 503, 5),
     "LlmUnavailable": ("llm_unavailable", 503, 5),
     "LlmBadOutput": ("llm_bad_output", 502, 5),
+    "LlmNotConfigured": ("llm_not_configured", 400, 2),
     "DaemonNotRunning": ("daemon_not_running", 503, 5),
     "DaemonTimeout": ("daemon_timeout", 504, 5),
     "NameTooLong": ("name_too_long", 400, 4),

@@ -123,7 +123,7 @@ class LlmClient:
         check_schema(schema)
         self.counters.add("attempted")
         try:
-            content, finish_reason = self._chat(_system_prompt(system, schema), user, name)
+            content, finish_reason = self._chat(system_prompt(system, schema), user, name)
             result = self._parse(content, finish_reason, schema, name)
         except LlmBadOutput as exc:
             self.counters.add("failed")
@@ -278,7 +278,8 @@ def from_settings(settings: Settings) -> LlmClient | None:
     )
 
 
-def _system_prompt(system: str, schema: dict[str, Any]) -> str:
+def system_prompt(system: str, schema: dict[str, Any]) -> str:
+    """The system message as sent (callers that estimate tokens measure this)."""
     # The schema goes into the prompt: json_object mode only promises JSON, not these fields, and
     # servers without response_format need to be told to answer in JSON at all.
     return (

@@ -216,8 +216,11 @@ class SemanticWriter:
         return SemanticPlan(response, plan.changes)
 
 
-def artifact_bytes(event: ClaimEvent, entity: Entity, subject: str, source: str | None) -> bytes:
-    """The immutable evidence artifact of one claim event (the claim store is replayed from these)."""
+def artifact_bytes(
+    event: ClaimEvent, entity: Entity, subject: str, source: str | None, evidence: str | None = None
+) -> bytes:
+    """The immutable evidence artifact of one claim event (the claim store is replayed from these).
+    `evidence` is a link to the note the statement was read from (migrations), shown under it."""
     fm = {
         "title": f"Semantic {event.event}: {entity.title} ({event.kind})",
         "type": "source",
@@ -231,6 +234,7 @@ def artifact_bytes(event: ClaimEvent, entity: Entity, subject: str, source: str 
         "created": event.at[:10],
     }
     body = event.statement + (f"\n\nReason: {event.reason}" if event.reason else "")
+    body += f"\n\nEvidence: {evidence}" if evidence else ""
     return frontmatter.render({k: v for k, v in fm.items() if v is not None and v != []}, body)
 
 

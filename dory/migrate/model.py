@@ -66,6 +66,8 @@ class Observation:
     aliases: tuple[str, ...] = ()
     links: tuple[str, ...] = ()  # names of related entities ("works on X"): links on the page
     at: str | None = None  # when the source says it was true (ISO), else the run's time
+    source: str = ""  # where in the source it was said (`memory.jsonl#Ada`): the claim artifact's `source`
+    evidence: str | None = None  # proposed corpus path of the imported note that holds it (linked)
 
 
 @dataclass
@@ -80,6 +82,7 @@ class Item:
     outputs: list[Output] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
     note: str = ""  # why it went where it went (quarantine reason, classification), for the report
+    llm: bool = True  # `--llm` may read a note/evidence item's text for claims (False: already typed)
 
 
 @dataclass(frozen=True)

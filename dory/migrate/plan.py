@@ -52,22 +52,23 @@ class Plan:
     skipped_unchanged: int = 0
     changed_since: int = 0
     already_done: int = 0
-    llm_inputs: list[int] = field(default_factory=list)  # characters of each note an --llm run would read
+    llm_inputs: list[int] = field(default_factory=list)  # characters of each LLM request (llm_claims.py)
     _taken: set[str] = field(default_factory=set)  # final paths of this run, case-folded
     _keys: set[str] = field(default_factory=set)
 
-    def add(self, found: Item | ItemProblem) -> None:
+    def add(self, found: Item | ItemProblem) -> bool:
+        """Count an item and plan its files; True when this run will write it."""
         if isinstance(found, ItemProblem):
             self.problems.append(MigrateProblem(source=found.source, code=found.code, message=found.message))
-            return
+            return False
         if found.key in self._keys:
             self.problems.append(MigrateProblem(source=found.source, code="duplicate_item", message=found.key))
-            return
+            return False
         self._keys.add(found.key)
         self.items[found.kind] += 1
         self.observations.extend(found.observations)
         if not self._is_new(found):
-            return
+            return False
         ours = self._promised(found.key)
         finals = []
         for out in found.outputs:
@@ -77,9 +78,8 @@ class Plan:
             finals.append(final)
         for final in finals:
             self.destinations[final.split("/", 1)[0]] += 1
-        if found.kind in ("note", "evidence"):
-            self.llm_inputs.append(sum(len(out.data) for out in found.outputs))
         self.entries[found.key] = Entry(found.key, found.digest, found.kind, finals, resumed=bool(ours))
+        return True
 
     def _screened(self, out: Output) -> str:
         """The output's path, or its place under quarantine when its text is aimed at agents."""

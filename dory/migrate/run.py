@@ -15,15 +15,16 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dory.corpus.atomic import create_exclusive, file_hash, sha256_of
 from dory.corpus.faults import crash_point
 from dory.errors import AlreadyExists, InvalidInput, NotFound, UsageError
-from dory.migrate import formats, manifest, report
+from dory.migrate import formats, llm_claims, manifest, report
 from dory.migrate.entities import EntityContext, compile_entities
+from dory.migrate.llm_claims import ClaimExtractor
 from dory.migrate.manifest import ManifestWriter, Planned, RunRecord
 from dory.migrate.model import Item, ItemProblem, ReadContext, Reader
 from dory.migrate.plan import Plan, rewrite_links
@@ -33,10 +34,10 @@ from dory.models import MigrateEstimate, MigrateProblem, MigrateRequest, Migrate
 Progress = Callable[[str, int, int], None]
 IndexPaths = Callable[[list[str]], Any]
 INDEX_BATCH = 500
-# An --llm run sends each note once; these bound what --estimate reports (chars per token, answer size).
+# What --estimate reports for the requests an --llm run sends (llm_claims.py): characters per token,
+# and the answer each request is budgeted.
 CHARS_PER_TOKEN = 4
 ANSWER_TOKENS = 300
-PROMPT_TOKENS = 250
 
 
 @dataclass
@@ -46,6 +47,7 @@ class RunOptions:
     entities: EntityContext
     progress: Progress = lambda phase, done, total: None
     now: dt.datetime | None = None
+    claims: ClaimExtractor = field(default_factory=ClaimExtractor)  # --llm: the model (and its answers)
 
 
 def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
@@ -62,7 +64,7 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
         resumed = _resumable(opts.corpus, str(resolved), reader.name, into)
         now = _run_time(resumed, opts.now)
         ctx = ReadContext(into=into, now=now)
-        plan = _plan(tree, reader, ctx, opts, resumed)
+        plan = _plan(tree, reader, ctx, opts, resumed, req)
         response = MigrateResponse(
             source=str(resolved),
             format=reader.name,
@@ -136,7 +138,9 @@ def _prior(corpus: Path) -> dict[str, str]:
     return found
 
 
-def _plan(tree: SourceTree, reader: Reader, ctx: ReadContext, opts: RunOptions, resumed: RunRecord | None) -> Plan:
+def _plan(
+    tree: SourceTree, reader: Reader, ctx: ReadContext, opts: RunOptions, resumed: RunRecord | None, req: MigrateRequest
+) -> Plan:
     prior = _prior(opts.corpus)
     if resumed is not None:
         for key in resumed.done:
@@ -145,11 +149,23 @@ def _plan(tree: SourceTree, reader: Reader, ctx: ReadContext, opts: RunOptions, 
     total = len(tree)
     plan.problems += [_problem(p) for p in tree.problems]
     for n, found in enumerate(_read(tree, reader, ctx), 1):
-        plan.add(found)
+        new = plan.add(found)
+        if isinstance(found, Item) and llm_claims.eligible(found) and (req.llm or req.estimate):
+            _llm_claims(found, new, plan, opts, req)
         opts.progress("reading", min(n, total), total)
     for item in compile_entities(plan.observations, ctx, opts.entities):
         plan.add(item)
     return plan
+
+
+def _llm_claims(item: Item, new: bool, plan: Plan, opts: RunOptions, req: MigrateRequest) -> None:
+    """--llm: the item's claims join the plan's observations (asked here, in the plan pass only, so
+    the write pass compiles exactly what was planned); --estimate: its requests are counted."""
+    found = opts.claims.extract(item, new, ask=req.llm and not req.dry_run)
+    plan.llm_inputs += found.requests
+    if req.llm:
+        plan.observations += found.observations
+        plan.problems += [_problem(p) for p in found.problems]
 
 
 def _read(tree: SourceTree, reader: Reader, ctx: ReadContext) -> Iterator[Item | ItemProblem]:
@@ -249,5 +265,5 @@ def _create(corpus: Path, rel: str, data: bytes, plan: Plan) -> str:
 
 def _estimate(plan: Plan) -> MigrateEstimate:
     calls = len(plan.llm_inputs)
-    tokens = sum(chars // CHARS_PER_TOKEN + PROMPT_TOKENS for chars in plan.llm_inputs)
+    tokens = sum(-(-chars // CHARS_PER_TOKEN) for chars in plan.llm_inputs)  # rounded up, per request
     return MigrateEstimate(llm_calls=calls, input_tokens=tokens, output_tokens=calls * ANSWER_TOKENS)

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dory import llm
 from dory.config import Settings
+from dory.errors import LlmNotConfigured
 from dory.index.lock import WriterLock
 from dory.memory.entities import Registry
 from dory.migrate import manifest, report
 from dory.migrate.entities import EntityContext
+from dory.migrate.llm_claims import AnswerCache, ClaimExtractor
 from dory.migrate.run import Progress, RunOptions, migrate
 from dory.migrate.undo import undo
 from dory.models import (
@@ -25,6 +28,8 @@ from dory.service.resources import Resources
 
 # A second migration of the same corpus waits this long for the first to finish.
 MIGRATE_LOCK_WAIT_S = 3600.0
+# The model's answers to `--llm` requests, kept so a resumed run never asks twice (llm_claims.py).
+LLM_ANSWERS = "migrate/llm-claims.jsonl"
 
 
 class MigrateService:
@@ -34,18 +39,34 @@ class MigrateService:
         self.index_paths = index_paths
 
     def migrate(self, req: MigrateRequest, progress: Progress | None = None) -> MigrateResponse:
+        client = llm.from_settings(self.settings) if req.llm else None
+        if req.llm and client is None:
+            raise LlmNotConfigured(
+                '--llm needs an LLM: set [llm] backend = "openai" with url and model in dory.toml '
+                "(or DORY_LLM_BACKEND, DORY_LLM_URL, DORY_LLM_MODEL); --estimate shows what it would cost",
+                setting="llm.backend",
+            )
         registry = Registry.load(self.resources.store().conn) if self.settings.db_path.exists() else None
         opts = RunOptions(
             corpus=self.settings.corpus,
             index_paths=self.index_paths if not req.dry_run else lambda paths: None,
             entities=EntityContext(registry),
+            claims=ClaimExtractor(client, AnswerCache(self.settings.state_dir / LLM_ANSWERS), self._model()),
         )
         if progress is not None:
             opts.progress = progress
-        if req.dry_run:
-            return migrate(req, opts)
-        with WriterLock(self.settings.state_dir / "migrate.lock", MIGRATE_LOCK_WAIT_S):
-            return migrate(req, opts)
+        try:
+            if req.dry_run:
+                return migrate(req, opts)
+            with WriterLock(self.settings.state_dir / "migrate.lock", MIGRATE_LOCK_WAIT_S):
+                return migrate(req, opts)
+        finally:
+            if client is not None:
+                client.close()
+
+    def _model(self) -> str | None:
+        """The configured model (what `--estimate` looks answers up by, with no client built)."""
+        return self.settings.llm.model if self.settings.llm.backend != "none" else None
 
     def runs(self) -> MigrationRunsResponse:
         found = []

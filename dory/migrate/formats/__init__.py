@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import generic
+from dory.migrate.formats import generic, mcp_memory, mem0
 from dory.migrate.model import Reader, SourceTreeLike
 
-READERS: list[Reader] = [generic.GenericReader()]
+READERS: list[Reader] = [mcp_memory.McpMemoryReader(), mem0.Mem0Reader(), generic.GenericReader()]
 
 
 def names() -> list[str]:

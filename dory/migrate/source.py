@@ -76,7 +76,7 @@ def open_source(path: Path) -> SourceTree:
         _add_zip(tree, "", lambda: path.open("rb"), depth=1)
     else:
         size = path.stat().st_size
-        tree.add(SourceFile(path.name, size, _file_reader(path, size)))
+        tree.add(SourceFile(path.name, size, _file_reader(path, size), _file_streamer(path, size)))
     return tree
 
 
@@ -104,6 +104,15 @@ def _file_reader(path: Path, size: int) -> Callable[[], bytes]:
     return read
 
 
+def _file_streamer(path: Path, size: int) -> Callable[[], IO[bytes]]:
+    def open_() -> IO[bytes]:
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"file is larger than {MAX_FILE_BYTES} bytes")
+        return path.open("rb")
+
+    return open_
+
+
 def _add_folder(tree: SourceTree, root: Path) -> None:
     for folder, dirs, names in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not Path(folder, d).is_symlink())
@@ -124,7 +133,7 @@ def _add_folder(tree: SourceTree, root: Path) -> None:
             elif zipfile.is_zipfile(full) and full.suffix.lower() in (".zip", ".bear2bk"):
                 _add_zip(tree, rel + NESTED, lambda full=full: full.open("rb"), depth=1)  # type: ignore[misc]
             else:
-                tree.add(SourceFile(rel, st.st_size, _file_reader(full, st.st_size)))
+                tree.add(SourceFile(rel, st.st_size, _file_reader(full, st.st_size), _file_streamer(full, st.st_size)))
 
 
 def _member_problem(info: zipfile.ZipInfo) -> tuple[str, str] | None:
@@ -172,7 +181,7 @@ def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], dep
         if info.filename.lower().endswith((".zip", ".bear2bk")) and depth < MAX_DEPTH:
             _add_zip(tree, rel + NESTED, lambda reader=reader: io.BytesIO(reader()), depth + 1)  # type: ignore[misc]
         else:
-            tree.add(SourceFile(rel, info.file_size, reader))
+            tree.add(SourceFile(rel, info.file_size, reader, _member_streamer(archive, info)))
 
 
 def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], bytes]:
@@ -185,3 +194,9 @@ def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[
         return data
 
     return read
+
+
+def _member_streamer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[bytes]]:
+    """A zip member as a stream: zipfile stops at the size the header declares (checked against
+    the limits above) and checks the CRC at the end, so a lying member cannot run past it."""
+    return lambda: archive.open(info)

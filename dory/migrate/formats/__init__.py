@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import evernote, generic, keep
+from dory.migrate.formats import bear, evernote, generic, keep
 from dory.migrate.model import Reader, SourceTreeLike
 
-READERS: list[Reader] = [evernote.EvernoteReader(), keep.KeepReader(), generic.GenericReader()]
+READERS: list[Reader] = [bear.BearReader(), evernote.EvernoteReader(), keep.KeepReader(), generic.GenericReader()]
 
 
 def names() -> list[str]:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import yaml
 from support.migration import Migrate, tree_hashes
+from support.wikilinks import unresolved
 
 from dory.migrate.formats.bear import bear_tags
-from dory.models import Scope, SearchRequest
+from dory.models import LinkLintRequest, Scope, SearchRequest
 from dory.service import DoryService
 
 JPEG = b"\xff\xd8\xff\xe0 acorn"
@@ -106,6 +107,23 @@ def test_a_backup_becomes_notes_with_metadata_tags_and_assets(
     assert [h.path for h in hits] == ["knowledge/notes/Acorns.md"]
 
 
+def test_an_asset_whose_name_is_taken_moves_and_its_link_follows(
+    tmp_path: Path, corpus: Path, migrate: Migrate
+) -> None:
+    mine = corpus / "knowledge/notes/attachments/Acorns/map.pdf"
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"my own map")
+    res = migrate(_backup(tmp_path / "Notes.bear2bk"))
+    assert [(c.wanted, c.used) for c in res.clashes] == [
+        (mine.relative_to(corpus).as_posix(), "knowledge/notes/attachments/Acorns/map (2).pdf")
+    ]
+    assert mine.read_bytes() == b"my own map"
+    assert (mine.parent / "map (2).pdf").read_bytes() == PDF
+    assert (
+        "[[knowledge/notes/attachments/Acorns/map (2).pdf|the map]]" in _read(corpus / "knowledge/notes/Acorns.md")[1]
+    )
+
+
 def test_a_truncated_backup_is_one_problem_and_the_others_are_imported(
     tmp_path: Path, corpus: Path, migrate: Migrate
 ) -> None:
@@ -156,6 +174,8 @@ def test_real_bear_samples(samples: Path, corpus: Path, migrate: Migrate, servic
 
     hits = service.search(SearchRequest(query="heading content body", mode="bm25")).hits
     assert "knowledge/obsidian-importer/2023-10-11T081102Z.md" in [h.path for h in hits]
+    assert service.link_lint(LinkLintRequest()).broken_total == 0
+    assert unresolved(corpus, "knowledge") == []  # every attachment link finds its file
 
     before = tree_hashes(corpus)
     again = migrate(src)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import yaml
 from support.migration import Migrate, tree_hashes
+from support.wikilinks import unresolved
 
 from dory.migrate.formats.enex import read_notes
-from dory.models import GetRequest, Scope, SearchRequest
+from dory.models import GetRequest, LinkLintRequest, Scope, SearchRequest
 from dory.service import DoryService
 
 PDF = b"%PDF-1.3 heron report\n%%EOF\n"
@@ -264,6 +265,8 @@ def test_real_evernote_samples(samples: Path, corpus: Path, migrate: Migrate, se
         "Slartibartfast"
         in service.get(GetRequest(path="knowledge/obsidian-importer/test-note-attributes/Test.md")).content
     )
+    assert service.link_lint(LinkLintRequest()).broken_total == 0
+    assert unresolved(corpus, "knowledge") == []  # every attachment link finds its file
 
     before = tree_hashes(corpus)
     again = migrate(src)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import yaml
 from support.migration import Migrate, tree_hashes
+from support.wikilinks import unresolved
 
-from dory.models import Scope, SearchRequest
+from dory.models import LinkLintRequest, Scope, SearchRequest
 from dory.service import DoryService
 
 PNG = bytes.fromhex("89504e470d0a1a0a") + b"drawing"
@@ -172,6 +173,8 @@ def test_real_keep_samples(samples: Path, corpus: Path, migrate: Migrate, servic
 
     hits = service.search(SearchRequest(query="pinned simple text", mode="bm25")).hits
     assert hits[0].path == "knowledge/obsidian-importer/Pinned text note.md"
+    assert service.link_lint(LinkLintRequest()).broken_total == 0
+    assert unresolved(corpus, "knowledge") == []  # every attachment link finds its file
 
     before = tree_hashes(corpus)
     again = migrate(src)

@@ -17,10 +17,11 @@ import io
 import os
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from dory.migrate.model import ItemProblem, SourceFile
 
@@ -31,6 +32,8 @@ MAX_MEMBERS = 200_000
 MAX_DEPTH = 3
 NOISE_NAMES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 NESTED = "!/"  # joins a zip's path and a member's path inside it
+# What a damaged member raises while it is read (bad CRC, broken deflate data, cut short).
+CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
 @dataclass
@@ -186,9 +189,12 @@ def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], dep
 
 def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], bytes]:
     def read() -> bytes:
-        with archive.open(info) as member:
-            # Read one byte past the declared size: a member that lies about its size stops there.
-            data = member.read(info.file_size + 1)
+        try:
+            with archive.open(info) as member:
+                # Read one byte past the declared size: a member that lies about its size stops there.
+                data = member.read(info.file_size + 1)
+        except CORRUPT as exc:
+            raise ValueError(f"corrupt zip member: {exc}") from exc
         if len(data) > info.file_size:
             raise ValueError("zip member is larger than its header says")
         return data
@@ -199,4 +205,28 @@ def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[
 def _member_streamer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[bytes]]:
     """A zip member as a stream: zipfile stops at the size the header declares (checked against
     the limits above) and checks the CRC at the end, so a lying member cannot run past it."""
-    return lambda: archive.open(info)
+    return lambda: io.BufferedReader(_MemberStream(archive.open(info)))
+
+
+class _MemberStream(io.RawIOBase):
+    """A zip member's stream whose corrupt data raises ValueError, as `read()` does, so readers
+    need to expect only OSError and ValueError from a source file."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self.inner.read(len(buffer))
+        except CORRUPT as exc:
+            raise ValueError(f"corrupt zip member: {exc}") from exc
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()

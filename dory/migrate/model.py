@@ -14,9 +14,10 @@ not files yet: readers yield `Observation`s and the run clusters them across the
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import IO, Literal, Protocol
 
 Role = Literal["note", "session", "attachment", "evidence", "page", "artifact", "proposal", "quarantine"]
 
@@ -28,6 +29,7 @@ class SourceFile:
     rel: str  # posix path inside the source, never absolute and never with `..`
     size: int
     opener: object = field(repr=False, compare=False)  # () -> bytes; kept untyped to stay frozen and hashable
+    streamer: object = field(default=None, repr=False, compare=False)  # () -> binary stream, or None
 
     def read(self) -> bytes:
         reader = self.opener
@@ -35,6 +37,17 @@ class SourceFile:
         data = reader()
         assert isinstance(data, bytes)
         return data
+
+    def open(self) -> IO[bytes]:
+        """The file as a binary stream, for formats read a part at a time (a large `.enex` must not
+        be held whole). Files without a streamer are read whole into memory."""
+        streamer = self.streamer
+        if streamer is None:
+            return io.BytesIO(self.read())
+        assert callable(streamer)
+        stream = streamer()
+        assert isinstance(stream, io.IOBase)
+        return stream  # type: ignore[return-value]
 
     @property
     def name(self) -> str:

@@ -17,10 +17,11 @@ import io
 import os
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from dory.migrate.model import ItemProblem, SourceFile
 
@@ -31,6 +32,8 @@ MAX_MEMBERS = 200_000
 MAX_DEPTH = 3
 NOISE_NAMES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 NESTED = "!/"  # joins a zip's path and a member's path inside it
+# What a damaged member raises while it is read (bad CRC, broken deflate data, cut short).
+CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
 @dataclass
@@ -76,7 +79,7 @@ def open_source(path: Path) -> SourceTree:
         _add_zip(tree, "", lambda: path.open("rb"), depth=1)
     else:
         size = path.stat().st_size
-        tree.add(SourceFile(path.name, size, _file_reader(path, size)))
+        tree.add(SourceFile(path.name, size, _file_reader(path, size), _file_streamer(path, size)))
     return tree
 
 
@@ -104,6 +107,15 @@ def _file_reader(path: Path, size: int) -> Callable[[], bytes]:
     return read
 
 
+def _file_streamer(path: Path, size: int) -> Callable[[], IO[bytes]]:
+    def open_() -> IO[bytes]:
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"file is larger than {MAX_FILE_BYTES} bytes")
+        return path.open("rb")
+
+    return open_
+
+
 def _add_folder(tree: SourceTree, root: Path) -> None:
     for folder, dirs, names in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not Path(folder, d).is_symlink())
@@ -124,7 +136,7 @@ def _add_folder(tree: SourceTree, root: Path) -> None:
             elif zipfile.is_zipfile(full) and full.suffix.lower() in (".zip", ".bear2bk"):
                 _add_zip(tree, rel + NESTED, lambda full=full: full.open("rb"), depth=1)  # type: ignore[misc]
             else:
-                tree.add(SourceFile(rel, st.st_size, _file_reader(full, st.st_size)))
+                tree.add(SourceFile(rel, st.st_size, _file_reader(full, st.st_size), _file_streamer(full, st.st_size)))
 
 
 def _member_problem(info: zipfile.ZipInfo) -> tuple[str, str] | None:
@@ -172,16 +184,49 @@ def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], dep
         if info.filename.lower().endswith((".zip", ".bear2bk")) and depth < MAX_DEPTH:
             _add_zip(tree, rel + NESTED, lambda reader=reader: io.BytesIO(reader()), depth + 1)  # type: ignore[misc]
         else:
-            tree.add(SourceFile(rel, info.file_size, reader))
+            tree.add(SourceFile(rel, info.file_size, reader, _member_streamer(archive, info)))
 
 
 def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], bytes]:
     def read() -> bytes:
-        with archive.open(info) as member:
-            # Read one byte past the declared size: a member that lies about its size stops there.
-            data = member.read(info.file_size + 1)
+        try:
+            with archive.open(info) as member:
+                # Read one byte past the declared size: a member that lies about its size stops there.
+                data = member.read(info.file_size + 1)
+        except CORRUPT as exc:
+            raise ValueError(f"corrupt zip member: {exc}") from exc
         if len(data) > info.file_size:
             raise ValueError("zip member is larger than its header says")
         return data
 
     return read
+
+
+def _member_streamer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[bytes]]:
+    """A zip member as a stream: zipfile stops at the size the header declares (checked against
+    the limits above) and checks the CRC at the end, so a lying member cannot run past it."""
+    return lambda: io.BufferedReader(_MemberStream(archive.open(info)))
+
+
+class _MemberStream(io.RawIOBase):
+    """A zip member's stream whose corrupt data raises ValueError, as `read()` does, so readers
+    need to expect only OSError and ValueError from a source file."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self.inner.read(len(buffer))
+        except CORRUPT as exc:
+            raise ValueError(f"corrupt zip member: {exc}") from exc
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()

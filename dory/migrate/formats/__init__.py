@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import generic, mcp_memory, mem0
+from dory.migrate.formats import bear, evernote, generic, keep, mcp_memory, mem0
 from dory.migrate.model import Reader, SourceTreeLike
 
-READERS: list[Reader] = [mcp_memory.McpMemoryReader(), mem0.Mem0Reader(), generic.GenericReader()]
+READERS: list[Reader] = [
+    mcp_memory.McpMemoryReader(),
+    mem0.Mem0Reader(),
+    bear.BearReader(),
+    evernote.EvernoteReader(),
+    keep.KeepReader(),
+    generic.GenericReader(),
+]
 
 
 def names() -> list[str]:

@@ -65,8 +65,11 @@ class Plan:
         finals = [self._final(out.path, ours) for out in found.outputs]
         for final in finals:
             self.destinations[final.split("/", 1)[0]] += 1
-        if found.kind in ("note", "evidence"):
-            self.llm_inputs.append(sum(len(out.data) for out in found.outputs))
+        # By what the files are, not the item's kind: a reader may count its notes under its own
+        # kinds (Notion's database rows) and they are still notes an --llm run reads.
+        text = sum(len(out.data) for out in found.outputs if out.role in ("note", "evidence"))
+        if text:
+            self.llm_inputs.append(text)
         self.entries[found.key] = Entry(found.key, found.digest, found.kind, finals, resumed=bool(ours))
 
     def _is_new(self, item: Item) -> bool:

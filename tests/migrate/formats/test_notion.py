@@ -134,21 +134,30 @@ def test_nested_pages_keep_their_nesting_and_their_links_resolve(
     assert tree_hashes(corpus) == before
 
 
-def test_a_taken_name_gets_a_suffix_and_the_links_to_it_follow(
+def test_a_taken_name_gets_a_suffix_and_the_links_to_it_follow_in_later_runs_too(
     tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService
 ) -> None:
     mine = corpus / "knowledge/export/Home.md"
     mine.parent.mkdir(parents=True)
     mine.write_text("# my own Home\n")
-    src = tmp_path / "export"
-    for name, data in _pages().items():
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        (src / name).write_bytes(data)
-    res = migrate(src)
+    pages = _pages()
+    first = _folder(tmp_path / "v1" / "export", {k: v for k, v in pages.items() if not k.startswith("Other")})
+    res = migrate(first)
     assert [(c.wanted, c.used) for c in res.clashes] == [("knowledge/export/Home.md", "knowledge/export/Home (2).md")]
     assert mine.read_text() == "# my own Home\n"
     assert "Up to [[knowledge/export/Home (2)|Home]]." in (corpus / "knowledge/export/Home/Sub Page.md").read_text()
+    # A later, larger export: the new page links to the imported Home where it is, not to mine.
+    again = migrate(_folder(tmp_path / "v2" / "export", pages))
+    assert again.created == 2 and again.skipped_unchanged == 3
+    assert "by URL: [[knowledge/export/Home (2)|Home]]." in (corpus / "knowledge/export/Other/Deep.md").read_text()
     assert _broken_in(service, "knowledge/export") == []
+
+
+def _folder(root: Path, files: dict[str, bytes]) -> Path:
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
 
 
 def test_a_zip_inside_a_zip_reads_as_the_export_it_holds(tmp_path: Path, migrate: Migrate, corpus: Path) -> None:
@@ -170,6 +179,22 @@ def test_a_zip_inside_a_zip_reads_as_the_export_it_holds(tmp_path: Path, migrate
         other.close()
     mine = tree_hashes(corpus / "knowledge/workspace")
     assert mine == tree_hashes(tmp_path / "other/knowledge/workspace")
+
+
+def test_an_overlapping_export_links_to_the_pages_an_earlier_run_brought_in(
+    tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService
+) -> None:
+    """A teamspace export, then the whole workspace's into another folder: pages already imported
+    are not imported again, and the new pages' links point at them where they are."""
+    pages = _pages()
+    first = {name: pages[name] for name in (f"Home {HOME}.md", f"Home {HOME}/Sub Page {SUB}.md")}
+    migrate(_write_zip(tmp_path / "team.zip", first))
+    res = migrate(_write_zip(tmp_path / "all.zip", pages))
+    assert res.skipped_unchanged == 2 and res.created == 3
+    assert not (corpus / "knowledge/all/Home.md").exists()
+    deep = (corpus / "knowledge/all/Other/Deep.md").read_text()
+    assert "Across: [[knowledge/team/Home/Sub Page|Sub Page]], by URL: [[knowledge/team/Home|Home]]." in deep
+    assert _broken_in(service, "knowledge/all") == []
 
 
 # -- databases -----------------------------------------------------------------------------------
@@ -326,7 +351,7 @@ def test_real_samples_import_with_every_link_resolving(
 
 def test_real_samples_details(samples: Path, corpus: Path, migrate: Migrate) -> None:
     """What each sample is known for (its README): the link out of design.zip dangles, '../' across
-    subtrees, three 'Untitled' rows, BOM CSVs, relations."""
+    subtrees, three 'Untitled' rows, BOM CSVs, relations; the whole-workspace export overlaps them."""
     base = samples / "notion" / "appflowy-collab"
     design = migrate(base / "design.zip", into="knowledge/design")
     assert "Blog Post (not in the export)" in (corpus / "knowledge/design/Design.md").read_text()
@@ -341,3 +366,7 @@ def test_real_samples_details(samples: Path, corpus: Path, migrate: Migrate) -> 
     research = (corpus / "knowledge/pt/Projects & Tasks/Projects/Research study.md").read_text()
     assert "[[knowledge/pt/Projects & Tasks/Tasks/Interpret findings|Interpret findings]]" in research
     assert "![[knowledge/pt/Projects & Tasks/DO010003572.jpeg]]" in research
+    migrate(base / "multi_part_zip.zip", into="knowledge/ws")
+    # Pages design.zip brought in are not brought in twice; the ones it lacked are.
+    assert not (corpus / "knowledge/ws/Design.md").exists()
+    assert (corpus / "knowledge/ws/Work/Notes/Blog Post.md").is_file()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import posixpath
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -83,6 +84,7 @@ class Layout:
         A `.md`/`.csv` name with an id is found by its id (Notion ids are unique; relation cells are
         written relative to the database's parent page); anything else by path, from `base` up."""
         decoded = unquote(href.split("#", 1)[0].split("?", 1)[0]).replace("\\", "/")
+        decoded = unicodedata.normalize("NFC", decoded)
         name = split_name(posixpath.basename(decoded))
         if name.ext in ("md", "csv") and name.id is not None and name.id in self.by_id:
             return Target(self.by_id[name.id], True)
@@ -100,6 +102,8 @@ def build(tree: SourceTreeLike, into: str) -> Layout:
     files = {file.rel: file for file in tree.files()}
     layout.logical = logical_paths(sorted(files))
     by_logical = {path: files[rel] for rel, path in layout.logical.items()}
+    for rel in sorted(set(files) - set(layout.logical)):  # two parts of a split export holding one path
+        layout.problems.append(ItemProblem(rel, "duplicate_in_export", "another file of the export has this path"))
     for rel, path in layout.logical.items():
         if path.lower() == "index.html":
             layout.skipped.add(rel)

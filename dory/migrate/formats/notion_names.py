@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
@@ -73,7 +74,8 @@ def export_name(label: str) -> str:
 
 def logical_paths(rels: list[str]) -> dict[str, str]:
     """Each source path → its path in the export (see the module docstring); first wins on a tie."""
-    flat = {rel: _unzipped(rel) for rel in rels}
+    # NFC: a zip made on a Mac stores names decomposed, while links in the pages are composed.
+    flat = {rel: unicodedata.normalize("NFC", _unzipped(rel)) for rel in rels}
     flat = {rel: path for rel, path in flat.items() if path}
     while True:
         tops = Counter(path.split("/", 1)[0] if "/" in path else "" for path in flat.values())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
+import unicodedata
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,7 +62,7 @@ def _pages() -> dict[str, bytes]:
         f"Other {OTHER}.md": b"# Other\n",
         f"Other {OTHER}/Deep {DEEP}.md": (
             f"# Deep\n\nAcross: [Sub Page](../Home%20{HOME}/Sub%20Page%20{SUB}.md), "
-            f"by URL: [Home](https://www.notion.so/{HOME}?pvs=21).\n"
+            f"by URL: [Home](https://www.notion.so/{HOME}?pvs=21).\n\nOut: [escape](../../../../etc/passwd).\n"
         ).encode(),
         "index.html": b"<html>Notion's own index</html>",
     }
@@ -126,12 +127,27 @@ def test_nested_pages_keep_their_nesting_and_their_links_resolve(
     assert "lost.png (image not in the export)" in sub
     deep = notes[f"{into}/Other/Deep.md"]
     assert f"Across: [[{into}/Home/Sub Page|Sub Page]], by URL: [[{into}/Home|Home]]." in deep
+    assert "Out: escape (not in the export)." in deep
 
     assert _broken_in(service, into) == []
     before = tree_hashes(corpus)
     again = migrate(src)
     assert again.created == 0 and again.skipped_unchanged == 5
     assert tree_hashes(corpus) == before
+
+
+def test_names_a_mac_zip_stores_decomposed_still_meet_the_links_to_them(
+    tmp_path: Path, corpus: Path, migrate: Migrate
+) -> None:
+    page = f"Caf\u00e9 {HOME}"
+    files = {
+        f"{page}.md": f"# Caf\u00e9\n\n![photo](Caf%C3%A9%20{HOME}/cr%C3%A8me.png)\n".encode(),
+        unicodedata.normalize("NFD", f"{page}/cr\u00e8me.png"): PNG,
+    }
+    migrate(_write_zip(tmp_path / "mac.zip", files))
+    text = (corpus / "knowledge/mac/Caf\u00e9.md").read_text()
+    assert "![[knowledge/mac/Caf\u00e9/cr\u00e8me.png]]" in text
+    assert (corpus / "knowledge/mac/Caf\u00e9/cr\u00e8me.png").read_bytes() == PNG
 
 
 def test_a_taken_name_gets_a_suffix_and_the_links_to_it_follow_in_later_runs_too(
@@ -179,6 +195,20 @@ def test_a_zip_inside_a_zip_reads_as_the_export_it_holds(tmp_path: Path, migrate
         other.close()
     mine = tree_hashes(corpus / "knowledge/workspace")
     assert mine == tree_hashes(tmp_path / "other/knowledge/workspace")
+
+
+def test_the_parts_of_a_split_export_merge_into_one_tree(tmp_path: Path, migrate: Migrate, corpus: Path) -> None:
+    pages = _pages()
+    one = {k: v for k, v in pages.items() if not k.startswith("Other")}
+    two = {k: v for k, v in pages.items() if k.startswith("Other")} | {f"Home {HOME}.md": b"# Home, again\n"}
+    parts = {f"{EXPORT}-Part-{n}.zip": _zip_bytes(files, prefix=f"{EXPORT}/") for n, files in ((1, one), (2, two))}
+    res = migrate(_write_zip(tmp_path / "split.zip", parts))
+    assert [(p.source, p.code) for p in res.problems] == [
+        (f"{EXPORT}-Part-2.zip!/{EXPORT}/Home {HOME}.md", "duplicate_in_export")
+    ]
+    assert res.items == {"note": 4, "attachment": 1}
+    deep = (corpus / "knowledge/split/Other/Deep.md").read_text()
+    assert "Across: [[knowledge/split/Home/Sub Page|Sub Page]]" in deep
 
 
 def test_an_overlapping_export_links_to_the_pages_an_earlier_run_brought_in(

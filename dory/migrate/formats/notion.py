@@ -62,7 +62,8 @@ class NotionReader:
     folder = "knowledge"
 
     def detect(self, tree: SourceTreeLike) -> int:
-        """Most `.md`/`.csv` names end in a Notion id: clearly an export (score 20)."""
+        """Most `.md`/`.csv` names end in a Notion id: clearly an export (20). Only some: a folder
+        holding an export among other notes, ours over generic's but any specific reader's first (2)."""
         named = total = 0
         for file in tree.files():
             name = split_name(file.name)
@@ -71,7 +72,7 @@ class NotionReader:
                 named += name.id is not None
         if named == 0:
             return 0
-        return 20 if named * 2 >= total else 5
+        return 20 if named * 2 >= total else 2
 
     def source_name(self, tree: SourceTreeLike) -> str:
         return export_name(tree.label)

@@ -37,7 +37,6 @@ ResolveId = Callable[[str], str | None]  # a Notion id → its proposed note pat
 @dataclass
 class Rewritten:
     text: str
-    resolved: int = 0
     dangling: list[str] = field(default_factory=list)  # the hrefs not in the export
 
 
@@ -72,14 +71,12 @@ def _one(embed: bool, label: str, href: str, resolve: Resolve, resolve_id: Resol
         target_path = resolve_id(found) if found else None
         if target_path is None:
             return None  # a web link, or a Notion page outside the export: still a working URL
-        out.resolved += 1
         return wikilink(target_path, clean_label(label, href))
     target = resolve(href)
     shown = clean_label(label, href)
     if target is None:
         out.dangling.append(unquote(href))
         return f"{shown} (image not in the export)" if embed else f"{shown} {DANGLING}"
-    out.resolved += 1
     if target.note:
         return wikilink(target.path, shown)
     return "!" + wikilink(target.path) if embed else wikilink(target.path, shown)

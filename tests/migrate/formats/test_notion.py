@@ -20,7 +20,7 @@ from support.migration import Migrate, tree_hashes
 from dory.config import load_settings
 from dory.migrate import formats
 from dory.migrate.source import open_source
-from dory.models import LinkLintRequest, MigrateRequest
+from dory.models import LinkLintRequest, MigrateRequest, MigrateUndoRequest, SearchRequest
 from dory.service import DoryService
 
 EXPORT = "Export-99d4faad-5bc1-4fef-82ac-5f6c7a957b12"
@@ -307,8 +307,14 @@ def test_database_rows_become_notes_with_their_pages_merged(
     assert f"- [[{into}/Tasks/Untitled (2)|Untitled]]" in index
     assert _frontmatter(index)["notion_columns"] == ["Task name", "Status", "Tags", "Project", "Created time", "title"]
 
+    hits = service.search(SearchRequest(query="untitled body", mode="bm25")).hits
+    assert {h.path for h in hits} >= {f"{into}/Tasks/Untitled.md", f"{into}/Tasks/Untitled (2).md"}
     assert _broken_in(service, into) == []
     assert migrate(src).created == 0
+
+    undone = service.migrations.undo(MigrateUndoRequest(run=str(res.run)))
+    assert len(undone.removed) == res.created and undone.kept_edited == []
+    assert not [p for p in (corpus / into).rglob("*") if p.is_file()]
 
 
 def test_a_broken_csv_or_page_is_one_problem_and_the_rest_goes_on(

@@ -1,7 +1,7 @@
 """Claims read from imported notes by the configured LLM: `dory migrate --llm` (and what `--estimate` counts).
 
 It is not a reader: it reads the items any reader yields. Eligible are the notes and evidence a run
-imports (`Item.kind` note or evidence, `Item.llm` true: readers of typed exports, like the memory
+imports (files of role note or evidence, `Item.llm` true: readers of typed exports, like the memory
 tools', clear it because their claims are already extracted). Each item's markdown, frontmatter
 included (its title names the subject), is cut at paragraph breaks into requests of at most
 REQUEST_CHARS (no more than MAX_REQUESTS per item; the rest of a longer text is not read, and the
@@ -37,7 +37,7 @@ from dory.llm.client import LlmClient, system_prompt
 from dory.llm.schema import schema_errors
 from dory.memory.claims import CLAIM_KINDS
 from dory.migrate.entities import FAMILIES, name_key
-from dory.migrate.model import Item, ItemProblem, Observation
+from dory.migrate.model import Item, ItemProblem, Observation, Output
 
 PROMPT_VERSION = "migrate-claims-1"
 REQUEST_CHARS = 12_000
@@ -80,13 +80,22 @@ PROMPT = (
 SYSTEM = system_prompt(PROMPT, SCHEMA)  # the system message as the client sends it
 
 
+TEXT_ROLES = ("note", "evidence")
+
+
 def eligible(item: Item) -> bool:
-    return item.kind in ("note", "evidence") and item.llm and any(o.path.endswith(".md") for o in item.outputs)
+    """By what the files are, not the item's kind: a reader may count its notes under kinds of its
+    own (Notion's database rows) and they are still notes an --llm run reads."""
+    return item.llm and any(_is_text(o) for o in item.outputs)
+
+
+def _is_text(out: Output) -> bool:
+    return out.role in TEXT_ROLES and out.path.endswith(".md")
 
 
 def requests_for(item: Item) -> tuple[list[str], int]:
     """The user messages an --llm run sends for `item`, and how many characters are left unread."""
-    text = "\n\n".join(o.data.decode("utf-8", "replace") for o in item.outputs if o.path.endswith(".md")).strip()
+    text = "\n\n".join(o.data.decode("utf-8", "replace") for o in item.outputs if _is_text(o)).strip()
     if not text:
         return [], 0
     chunks: list[str] = []

@@ -41,6 +41,7 @@ class Plan:
     corpus: Path
     prior: dict[str, str]  # key -> digest imported by earlier runs still in place
     resumed: RunRecord | None = None
+    prior_paths: dict[str, list[str]] = field(default_factory=dict)  # key -> where earlier runs put its outputs
     entries: dict[str, Entry] = field(default_factory=dict)
     items: Counter[str] = field(default_factory=Counter)
     destinations: Counter[str] = field(default_factory=Counter)
@@ -68,6 +69,7 @@ class Plan:
         self.items[found.kind] += 1
         self.observations.extend(found.observations)
         if not self._is_new(found):
+            self._follow(found)
             return False
         ours = self._promised(found.key)
         finals = []
@@ -104,6 +106,17 @@ class Plan:
         if before is not None:
             self.changed_since += 1
         return True
+
+    def _follow(self, item: Item) -> None:
+        """An item imported before stays where it was put; this run's links to it go there (an
+        overlapping export into another folder, a name that had taken a suffix)."""
+        if self.resumed is not None and item.key in self.resumed.intents:
+            recorded = [out.path for out in self.resumed.intents[item.key][1]]
+        else:
+            recorded = self.prior_paths.get(item.key, [])
+        for out, path in zip(item.outputs, recorded, strict=False):
+            if path != out.path:
+                self.renames[out.path] = path
 
     def _promised(self, key: str) -> set[str]:
         """Paths an interrupted attempt of this run already recorded for `key`."""

@@ -129,23 +129,27 @@ def _run_id(now: str, source: str) -> str:
     return f"mig-{stamp}-{salt}"
 
 
-def _prior(corpus: Path) -> dict[str, str]:
-    """What earlier runs imported and did not undo: item key → content digest."""
+def _prior(corpus: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """What earlier runs imported and did not undo: item key → content digest, and → its files."""
     found: dict[str, str] = {}
+    paths: dict[str, list[str]] = {}
     for record in manifest.runs(corpus):
         if record.state != "undone":
             found.update(record.done)
-    return found
+            paths.update(
+                {key: [out.path for out in record.intents[key][1]] for key in record.done if key in record.intents}
+            )
+    return found, paths
 
 
 def _plan(
     tree: SourceTree, reader: Reader, ctx: ReadContext, opts: RunOptions, resumed: RunRecord | None, req: MigrateRequest
 ) -> Plan:
-    prior = _prior(opts.corpus)
+    prior, prior_paths = _prior(opts.corpus)
     if resumed is not None:
         for key in resumed.done:
             prior.pop(key, None)
-    plan = Plan(opts.corpus, prior, resumed)
+    plan = Plan(opts.corpus, prior, resumed, prior_paths)
     total = len(tree)
     plan.problems += [_problem(p) for p in tree.problems]
     for n, found in enumerate(_read(tree, reader, ctx), 1):

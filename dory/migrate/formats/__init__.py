@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import bear, evernote, generic, keep, mcp_memory, mem0
+from dory.migrate.formats import bear, evernote, generic, keep, mcp_memory, mem0, notion
 from dory.migrate.model import Reader, SourceTreeLike
 
 READERS: list[Reader] = [
+    notion.NotionReader(),
     mcp_memory.McpMemoryReader(),
     mem0.Mem0Reader(),
     bear.BearReader(),
@@ -40,6 +41,9 @@ def detect(tree: SourceTreeLike) -> Reader:
 
 
 def default_into(reader: Reader, tree: SourceTreeLike) -> str:
-    """Where a reader's notes go unless `--into` says: `<its folder>/<the source's name>`."""
+    """Where a reader's notes go unless `--into` says: `<its folder>/<the source's name>`. A reader
+    may name the source itself (`source_name(tree)`: Notion drops the ids from an export's name)."""
     base = getattr(reader, "folder", "knowledge")
-    return f"{base}/{slugify(tree.label) or 'imported'}"
+    source_name = getattr(reader, "source_name", None)
+    label = source_name(tree) if callable(source_name) else tree.label
+    return f"{base}/{slugify(label) or 'imported'}"

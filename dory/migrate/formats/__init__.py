@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import generic
+from dory.migrate.formats import chatgpt, generic
 from dory.migrate.model import Reader, SourceTreeLike
 
-READERS: list[Reader] = [generic.GenericReader()]
+READERS: list[Reader] = [
+    chatgpt.ChatGPTReader(),
+    generic.GenericReader(),
+]
 
 
 def names() -> list[str]:
@@ -33,6 +36,10 @@ def detect(tree: SourceTreeLike) -> Reader:
 
 
 def default_into(reader: Reader, tree: SourceTreeLike) -> str:
-    """Where a reader's notes go unless `--into` says: `<its folder>/<the source's name>`."""
+    """Where a reader's notes go unless `--into` says: `<its folder>/<the source's name>`; a reader
+    whose output has a fixed place (chat exports go to the session plane) names it as `into`."""
+    fixed = getattr(reader, "into", None)
+    if isinstance(fixed, str):
+        return fixed
     base = getattr(reader, "folder", "knowledge")
     return f"{base}/{slugify(tree.label) or 'imported'}"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import chatgpt, generic
+from dory.migrate.formats import chatgpt, claude_ai, generic
 from dory.migrate.model import Reader, SourceTreeLike
 
 READERS: list[Reader] = [
     chatgpt.ChatGPTReader(),
+    claude_ai.ClaudeAIReader(),
     generic.GenericReader(),
 ]
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import chatgpt, claude_ai, generic
+from dory.migrate.formats import chatgpt, claude_ai, generic, sessions_jsonl
 from dory.migrate.model import Reader, SourceTreeLike
 
 READERS: list[Reader] = [
     chatgpt.ChatGPTReader(),
     claude_ai.ClaudeAIReader(),
+    sessions_jsonl.SessionsJsonlReader(),
     generic.GenericReader(),
 ]
 

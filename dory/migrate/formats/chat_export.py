@@ -5,7 +5,10 @@ A conversation becomes one session transcript in the session plane (SPEC §7), b
 importers' `build_session` (cleaning, secret redaction, stable message ids), rendered by
 `render_session` at `session_path` (`logs/sessions/<agent>/export/<date>-<id>.md`), whatever `--into`
 says. Its item key is `<agent>:<conversation id>`, so a second run of the same export creates
-nothing, and its digest is that of the conversation's JSON.
+nothing. Its digest is that of the transcript's content (title, message ids, kinds and tool calls;
+ids hash role, time and text), not of the conversation's JSON: exports add and change fields that
+are not the conversation (`update_time`, `moderation_results`, new keys every year), and a
+re-export must not import unchanged conversations a second time.
 
 Which files are the export: every `conversations*.json` of the tree (the account exports name it
 so, in a zip or unpacked), else, for a tree of at most `MAX_SNIFFED` JSON files (a single file, a
@@ -25,7 +28,7 @@ from dory.migrate.formats.json_items import BrokenJson, json_items
 from dory.migrate.model import Item, ItemProblem, Output, SourceFile, SourceTreeLike, Yielded, digest_of
 from dory.sessions.importers.build import build_session
 from dory.sessions.importers.common import Draft
-from dory.sessions.transcript import Status, render_session, session_path
+from dory.sessions.transcript import Session, Status, render_session, session_path
 
 ChatFormat = Literal["chatgpt", "claude-ai"]
 DEVICE = "export"
@@ -139,13 +142,13 @@ def conversation_id(conversation: dict[str, object], *keys: str) -> str:
         value = conversation.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
-    seed = json.dumps([conversation.get("title") or conversation.get("name"), conversation.get("create_time")])
+    title = conversation.get("title") or conversation.get("name")
+    seed = json.dumps([title, conversation.get("create_time") or conversation.get("created_at")], default=str)
     return "c-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
 
 
 def session_item(
     fmt: ChatFormat,
-    conversation: dict[str, object],
     session_id: str,
     drafts: list[Draft],
     *,
@@ -170,13 +173,15 @@ def session_item(
         raise BrokenConversation("empty_conversation", "the conversation has no messages to import")
     if session.started is None and fallback_time is not None:  # no message carries a time
         session.started = session.updated = fallback_time
-    data = render_session(session)
-    digest = digest_of(json.dumps(conversation, sort_keys=True, ensure_ascii=False))
     note = f"{redacted} secrets redacted" if redacted else ""
-    output = Output(session_path(session), data, "session")
-    return Item(
-        f"{fmt}:{session_id}", "session", f"{source.split('#', 1)[0]}#{session_id}", digest, [output], note=note
-    )
+    output = Output(session_path(session), render_session(session), "session")
+    where = f"{source.split('#', 1)[0]}#{session_id}"
+    return Item(f"{fmt}:{session_id}", "session", where, session_digest(session), [output], note=note)
+
+
+def session_digest(session: Session) -> str:
+    """What a session says, as a digest: its title and each message's id, kind and tool calls."""
+    return digest_of(session.title, *(f"{m.id} {m.kind} {chr(31).join(m.tool_calls)}" for m in session.messages))
 
 
 def shorten(text: str, limit: int) -> str:

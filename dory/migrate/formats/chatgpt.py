@@ -69,7 +69,6 @@ def conversation_item(conversation: dict[str, Any], where: str) -> Item:
     title = conversation.get("title")
     return chat_export.session_item(
         "chatgpt",
-        conversation,
         session_id,
         drafts,
         title=title if isinstance(title, str) else "",

@@ -77,7 +77,6 @@ def conversation_item(conversation: dict[str, Any], where: str) -> Item:
     title = conversation.get("name")
     return chat_export.session_item(
         "claude-ai",
-        conversation,
         session_id,
         drafts,
         title=title if isinstance(title, str) else "",

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dory.migrate.formats.chat_export import session_digest
 from dory.migrate.formats.generic import read_file
-from dory.migrate.model import Item, ItemProblem, Output, ReadContext, SourceFile, SourceTreeLike, Yielded, digest_of
+from dory.migrate.model import Item, ItemProblem, Output, ReadContext, SourceFile, SourceTreeLike, Yielded
 from dory.sessions.importers import detect_format, parse_source
 from dory.sessions.transcript import render_session, session_path
 
@@ -89,5 +90,5 @@ def _sessions(file: SourceFile, data: bytes) -> Iterator[Yielded]:
         out = Output(session_path(session), render_session(session), "session")
         key = f"session:{session.agent}:{session.session_id}"
         note = f"{result.redactions} secrets redacted in {file.rel}" if result.redactions else ""
-        # The digest is the transcript's: one session of a file changing does not re-import the others.
-        yield Item(key, "session", f"{file.rel}#{session.session_id}", digest_of(out.data), [out], note=note)
+        # The digest is the session's: one session of a file changing does not re-import the others.
+        yield Item(key, "session", f"{file.rel}#{session.session_id}", session_digest(session), [out], note=note)

@@ -13,7 +13,7 @@ from support.migration import Migrate, tree_hashes
 from dory.migrate.formats.chatgpt import ChatGPTReader
 from dory.migrate.model import Item, ReadContext
 from dory.migrate.source import open_source
-from dory.models import SearchRequest
+from dory.models import MigrateUndoRequest, SearchRequest
 from dory.service import DoryService
 from dory.sessions.transcript import Session, parse_session
 
@@ -202,6 +202,32 @@ def test_a_second_run_creates_nothing_and_the_same_export_gives_the_same_bytes(
     with open_source(source) as tree:
         again = [(i.key, i.digest, i.outputs) for i in ChatGPTReader().read(tree, ctx) if isinstance(i, Item)]
     assert once == again and once[0][0] == "chatgpt:conv-2025"
+
+
+def test_a_re_export_with_new_fields_but_the_same_turns_imports_nothing(
+    tmp_path: Path, corpus: Path, migrate: Migrate
+) -> None:
+    migrate(write_export(tmp_path / "export", [modern()]))
+    before = tree_hashes(corpus)
+    later = modern() | {"update_time": T0 + 999, "is_do_not_remember": False, "moderation_results": [{"x": 1}]}
+    later["mapping"]["a3"]["message"]["metadata"] = {"finish_details": {"type": "stop"}}
+    again = migrate(write_export(tmp_path / "export-later", [later]))
+    assert again.created == 0 and again.skipped_unchanged == 1 and again.changed_since == 0
+    assert tree_hashes(corpus) == before
+
+
+def test_undo_removes_the_transcripts_from_the_session_plane(
+    tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService
+) -> None:
+    res = migrate(write_export(tmp_path / "export", [modern()]))
+    assert service.search(SearchRequest(query="heronries", corpus="sessions", mode="recall")).hits
+    assert res.run is not None
+    undone = service.migrations.undo(MigrateUndoRequest(run=res.run))
+    assert [p for p in undone.removed if p.startswith("logs/")] == [
+        "logs/sessions/chatgpt/export/2025-01-01-conv-2025.md"
+    ]
+    assert not list((corpus / "logs/sessions/chatgpt/export").glob("*.md"))
+    assert service.search(SearchRequest(query="heronries", corpus="sessions", mode="recall")).hits == []
 
 
 def test_secrets_in_turns_are_redacted(tmp_path: Path, corpus: Path, migrate: Migrate) -> None:

@@ -17,7 +17,8 @@ Each message on the path, by `author.role` and `content.content_type`:
   `code` for the user (`recipient: all`) in a fence; 2025 citation markers (`\\ue200cite…\\ue201`)
   removed;
 - an assistant message addressed to a tool (`recipient: browser`, `python`, `web.run`, …) is a
-  tool call line (`browser: search("…")`) on the assistant message before it, or on a new one;
+  tool call line (`browser: search("…")`) on the assistant message before it, or on a new one; a
+  canvas document it creates (`canmore.create_textdoc`) is shown in full, as the user saw it;
 - tool messages (`role: tool`) are compact tool results: a search page as its result titles
   (`tether_browsing_display`), a quoted page as its title, address and first lines (`tether_quote`),
   other outputs cut to `TOOL_RESULT_MAX_CHARS`. Tool turns carry `weight` 0 too: weight hides only
@@ -28,6 +29,7 @@ The title is the conversation's; the model (`default_model_slug`) goes to the fr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -129,18 +131,37 @@ def _add(drafts: list[Draft], message: dict[str, Any]) -> None:
     time = normalise_time(message.get("create_time"))
     recipient = message.get("recipient")
     if role == "assistant" and isinstance(recipient, str) and recipient != "all":
-        call = f"{recipient}: {_plain_text(content)}"
-        last = drafts[-1] if drafts else None
-        if last is not None and last.role == "assistant" and last.kind == "message":
-            last.tool_calls.append(call)
-        else:
-            drafts.append(Draft("assistant", time, "", [call]))
+        _tool_call(drafts, time, recipient, _plain_text(content))
     elif role == "tool":
         drafts.append(Draft("tool", time, _tool_text(content), kind="tool_result"))
     elif role in ("user", "assistant", "system"):
         text = _CITATION.sub("", _message_text(content))
         only_images = bool(text) and all(part == IMAGE for part in text.split("\n\n"))
         drafts.append(Draft(role, time, text, kind="image" if only_images else "message"))
+
+
+def _tool_call(drafts: list[Draft], time: str | None, recipient: str, arguments: str) -> None:
+    """A call on the assistant message before it, or on a new one. A canvas the assistant writes
+    (`canmore.create_textdoc`) is what the user sees, so its document is shown, not just named."""
+    last = drafts[-1] if drafts else None
+    if last is None or last.role != "assistant" or last.kind != "message":
+        last = Draft("assistant", time, "")
+        drafts.append(last)
+    document = _maybe_json(arguments) if recipient == "canmore.create_textdoc" else None
+    if isinstance(document, dict) and isinstance(document.get("content"), str):
+        name = str(document.get("name") or "")
+        canvas = f"**Canvas: {name}**\n\n{fence(document['content'])}" if name else fence(document["content"])
+        last.text = "\n\n".join(part for part in (last.text, canvas) if part)
+        last.tool_calls.append(f"{recipient}: {name}" if name else recipient)
+        return
+    last.tool_calls.append(f"{recipient}: {arguments}")
+
+
+def _maybe_json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _field(message: dict[str, Any], key: str) -> dict[str, Any]:

@@ -230,6 +230,50 @@ def test_undo_removes_the_transcripts_from_the_session_plane(
     assert service.search(SearchRequest(query="heronries", corpus="sessions", mode="recall")).hits == []
 
 
+def test_code_interpreter_and_canvas_turns(tmp_path: Path, corpus: Path, migrate: Migrate) -> None:
+    doc = json.dumps({"name": "heron_facts", "type": "document", "content": "Herons are wading birds."})
+    chain = [
+        ("r", None, None),
+        ("u", msg("user", text("count to three, then write a doc"), T0), "r"),
+        (
+            "py",
+            msg(
+                "assistant",
+                {"content_type": "code", "language": "python", "text": "print(1, 2, 3)"},
+                T0 + 1,
+                recipient="python",
+            ),
+            "u",
+        ),
+        ("out", msg("tool", {"content_type": "execution_output", "text": "1 2 3"}, T0 + 2, name="python"), "py"),
+        ("say", msg("assistant", text("Here is the document."), T0 + 3), "out"),
+        (
+            "cv",
+            msg(
+                "assistant",
+                {"content_type": "code", "language": "json", "text": doc},
+                T0 + 4,
+                recipient="canmore.create_textdoc",
+            ),
+            "say",
+        ),
+    ]
+    migrate(write_export(tmp_path / "export", [conversation("tools", "Tools", chain, current_node="cv")]))
+    session = sessions(corpus)["tools"]
+    assert turns(session) == [
+        ("user", "count to three, then write a doc"),
+        ("assistant", ""),
+        ("tool", "1 2 3"),
+        ("assistant", "Here is the document.\n\n**Canvas: heron_facts**\n\n```\nHerons are wading birds.\n```"),
+    ]
+    assert [m.tool_calls for m in session.messages] == [
+        [],
+        ["python: print(1, 2, 3)"],
+        [],
+        ["canmore.create_textdoc: heron_facts"],
+    ]
+
+
 def test_secrets_in_turns_are_redacted(tmp_path: Path, corpus: Path, migrate: Migrate) -> None:
     secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
     conv = conversation(

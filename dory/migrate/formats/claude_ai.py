@@ -18,11 +18,12 @@ Three shapes, told apart per conversation by the fields present:
 
 Blocks: `text` kept; `thinking` (and `<antThinking>` tags in text) left out as private scratch;
 `tool_use` a tool call line (`web_search: query`) on the assistant message, except the artifacts
-tool, whose content is shown as the artifact; `tool_result` a compact tool message (search results
-as titles and addresses, other output cut to `TOOL_RESULT_MAX_CHARS`, `[error]` first when it
-failed). `<antArtifact …>` markup in text becomes a readable title and a fenced block. Files and
-attachments are named on the human message (`[image]`, `[file: name]`); their extracted text is
-not imported. The conversation's `name` is the title; `model` (web API shape) goes to the frontmatter.
+tool, whose content is shown as the artifact (and `create_file`, whose file is shown too);
+`tool_result` a compact tool message (search results as titles and addresses, other output cut to
+`TOOL_RESULT_MAX_CHARS`, `[error]` first when it failed). `<antArtifact …>` markup in text becomes
+a readable title and a fenced block. Files and attachments are named on the human message
+(`[image]`, `[file: name]`); their extracted text is not imported. The conversation's `name` is
+the title; `model` (web API shape) goes to the frontmatter.
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ def _from_blocks(role: Role, time: str | None, blocks: list[dict[str, Any]]) -> 
             current.text = _joined(current.text, _artifact_call(block["input"]))
         elif kind == "tool_use":
             current.tool_calls.append(call_line(block.get("name"), block.get("input")))
+            current.text = _joined(current.text, _created_file(block))
         elif kind == "text":
             current.text = _joined(current.text, readable(str(block.get("text") or "")))
         else:  # images, documents and kinds not seen yet: what text they carry
@@ -206,6 +208,17 @@ def _artifact_call(arguments: dict[str, Any]) -> str:
         return f"**Artifact update: {title}**\n\n{fence(new)}" if new else f"**Artifact update: {title}**"
     attrs = {key: str(value) for key, value in arguments.items() if isinstance(value, str)}
     return _artifact(title, attrs, str(arguments.get("content") or ""))
+
+
+def _created_file(block: dict[str, Any]) -> str:
+    """The file Claude's `create_file` tool wrote, shown as the user saw it (empty for other tools)."""
+    arguments = block.get("input")
+    if block.get("name") != "create_file" or not isinstance(arguments, dict):
+        return ""
+    body = arguments.get("file_text")
+    if not isinstance(body, str) or not body.strip():
+        return ""
+    return f"**File: {arguments.get('path') or 'unnamed'}**\n\n{fence(body.strip(chr(10)))}"
 
 
 def _artifact(title: str, attrs: dict[str, str], body: str) -> str:

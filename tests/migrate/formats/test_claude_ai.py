@@ -109,6 +109,8 @@ def test_2025_content_blocks_skip_thinking_and_keep_tools(
             "start_timestamp": "2025-03-01T09:00:06Z",
         },
         {"type": "tool_result", "name": "artifacts", "content": [{"type": "text", "text": "OK"}], "is_error": True},
+        {"type": "tool_use", "name": "create_file", "input": {"path": "/tmp/nests.md", "file_text": "Nest list"}},
+        {"type": "token_budget"},
     ]
     new = chat(
         "conv-2025",
@@ -142,8 +144,10 @@ def test_2025_content_blocks_skip_thinking_and_keep_tools(
             "They nest in treetop heronries.\n\n**Artifact: Nest notes**\n\n```markdown\n# Nests\nTall trees.\n```",
         ),
         ("tool", "[error]\nOK"),
+        ("assistant", "**File: /tmp/nests.md**\n\n```\nNest list\n```"),
     ]
     assert session.messages[1].tool_calls == ["web_search: where do herons nest"]
+    assert session.messages[5].tool_calls == ["create_file: /tmp/nests.md"]
     assert [m.time for m in session.messages[1:4]] == [
         "2025-03-01T09:00:02Z",
         "2025-03-01T09:00:04Z",

@@ -14,7 +14,8 @@ Which files are the export: every `conversations*.json` of the tree (the account
 so, in a zip or unpacked), else, for a tree of at most `MAX_SNIFFED` JSON files (a single file, a
 folder of saved conversations), each JSON file whose first bytes look like the format. The other
 files of an export (`chat.html`, `user.json`, `users.json`, `projects.json`, uploaded images, …)
-are left out, and one `not_imported` problem names them so the report says so.
+are left out, and one `not_imported` problem names them so the report says so; a conversation file
+of the other chat format is an `other_format` problem saying which `--from` reads it.
 """
 
 from __future__ import annotations
@@ -83,12 +84,14 @@ def detect(tree: SourceTreeLike, fmt: ChatFormat) -> int:
 
 def read_export(tree: SourceTreeLike, fmt: ChatFormat, convert: Convert) -> Iterator[Yielded]:
     """Every conversation of every conversation file of the tree in `fmt`, as items or problems;
-    then one `not_imported` problem naming the tree's other files."""
+    then problems naming the files left out (another chat format's, and all other files)."""
     used: set[str] = set()
     for file in candidates(tree):
-        mine = yield from _read_file(file, fmt, convert)
-        if mine:
+        found = yield from _read_file(file, fmt, convert)
+        if found is not None:
             used.add(file.rel)
+        if found not in (None, fmt):
+            yield ItemProblem(file.rel, "other_format", f"holds {found} conversations: migrate it with --from {found}")
     left_out = [file.rel for file in tree.files() if file.rel not in used]
     if left_out:
         shown = ", ".join(left_out[:LISTED_LEFT_OUT]) + (
@@ -97,20 +100,20 @@ def read_export(tree: SourceTreeLike, fmt: ChatFormat, convert: Convert) -> Iter
         yield ItemProblem(tree.label, "not_imported", f"not part of a {fmt} conversation export, left out: {shown}")
 
 
-def _read_file(file: SourceFile, fmt: ChatFormat, convert: Convert) -> Generator[Yielded, None, bool]:
-    """The conversations of one file; returns whether the file was in `fmt` (else it yields nothing)."""
+def _read_file(file: SourceFile, fmt: ChatFormat, convert: Convert) -> Generator[Yielded, None, ChatFormat | None]:
+    """The conversations of one file when it is in `fmt`; returns the chat format it is in, if any."""
     try:
         data = file.read()
     except (OSError, ValueError) as exc:
         yield ItemProblem(file.rel, "unreadable", str(exc))
-        return True
+        return fmt
     found = sniff(data)
     if found is None and file.name.lower().startswith("conversations"):
         found = fmt  # a conversations.json that is not even JSON: report it as this format's bad file
     if found != fmt:
-        return False
+        return found
     items = json_items(data)
-    del data  # from here the text inside `items` is the only copy of the file
+    del data  # from here `items` holds the only reference to the file's bytes
     count = 0
     try:
         for value in items:
@@ -119,7 +122,7 @@ def _read_file(file: SourceFile, fmt: ChatFormat, convert: Convert) -> Generator
     except BrokenJson as exc:
         what = "the file is cut off" if exc.truncated else "not valid JSON"
         yield ItemProblem(file.rel, "bad_json", f"{what}: {exc}; {exc.count} conversations before it were read")
-    return True
+    return fmt
 
 
 def _conversation(value: object, where: str, convert: Convert) -> Yielded:

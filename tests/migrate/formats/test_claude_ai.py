@@ -258,6 +258,17 @@ def test_malformed_and_truncated_exports(tmp_path: Path, corpus: Path, migrate: 
     assert list(sessions(corpus)) == ["kept"] and [p.code for p in res.problems] == ["bad_json"]
 
 
+def test_a_folder_with_both_chat_formats_names_the_other_one(tmp_path: Path, corpus: Path, migrate: Migrate) -> None:
+    folder = tmp_path / "chats"
+    write(folder, [chat("c1", "Herons", [message("h", "human", "2024-01-01T00:00:00Z", "hi")])], "claude.json")
+    (folder / "chatgpt.json").write_text(json.dumps([{"title": "x", "mapping": {"r": {"children": []}}}]))
+    res = migrate(folder, from_format="claude-ai")
+    assert res.items == {"session": 1}
+    assert [(p.source, p.code, p.message) for p in res.problems] == [
+        ("chatgpt.json", "other_format", "holds chatgpt conversations: migrate it with --from chatgpt")
+    ]
+
+
 # --- the real samples ------------------------------------------------------------------------------
 
 

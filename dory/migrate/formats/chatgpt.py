@@ -50,6 +50,8 @@ _SEARCH_RESULT = re.compile(r"^#\s*【\d+†(?P<title>[^†】]*)(?:†(?P<domai
 
 
 class ChatGPTReader:
+    """ChatGPT data export: conversations.json (or its zip), one session per conversation."""
+
     name = "chatgpt"
     into = "logs/sessions/chatgpt/export"  # where the transcripts go, whatever --into says
 

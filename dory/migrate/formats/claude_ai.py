@@ -57,6 +57,8 @@ _LANGUAGES = {
 
 
 class ClaudeAIReader:
+    """Claude.ai conversations: the account export or a saved conversation, one session each."""
+
     name = "claude-ai"
     into = "logs/sessions/claude-ai/export"  # where the transcripts go, whatever --into says
 

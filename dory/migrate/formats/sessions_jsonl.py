@@ -32,6 +32,8 @@ SNIFF_BYTES = 64 * 1024
 
 
 class SessionsJsonlReader:
+    """Agent session logs (Claude Code, Codex, generic JSON lines), one session each."""
+
     name = "sessions-jsonl"
 
     def detect(self, tree: SourceTreeLike) -> int:

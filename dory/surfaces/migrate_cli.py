@@ -105,7 +105,8 @@ def formats() -> Result:
     """The formats migrate reads."""
     from dory.migrate import formats as known
 
-    listed = {reader.name: (reader.__doc__ or "").strip().splitlines()[0] for reader in known.READERS}
+    # A reader's class docstring's first line describes it; a reader without one is listed by name.
+    listed = {reader.name: next(iter((reader.__doc__ or "").strip().splitlines()), "") for reader in known.READERS}
     return listed, lambda: "\n".join(f"{name:<14} {text}" for name, text in listed.items())
 
 

@@ -9,16 +9,30 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import bear, evernote, generic, keep, mcp_memory, mem0, notion
+from dory.migrate.formats import (
+    bear,
+    chatgpt,
+    claude_ai,
+    evernote,
+    generic,
+    keep,
+    mcp_memory,
+    mem0,
+    notion,
+    sessions_jsonl,
+)
 from dory.migrate.model import Reader, SourceTreeLike
 
 READERS: list[Reader] = [
+    chatgpt.ChatGPTReader(),
+    claude_ai.ClaudeAIReader(),
     notion.NotionReader(),
     mcp_memory.McpMemoryReader(),
     mem0.Mem0Reader(),
     bear.BearReader(),
     evernote.EvernoteReader(),
     keep.KeepReader(),
+    sessions_jsonl.SessionsJsonlReader(),
     generic.GenericReader(),
 ]
 
@@ -42,7 +56,11 @@ def detect(tree: SourceTreeLike) -> Reader:
 
 def default_into(reader: Reader, tree: SourceTreeLike) -> str:
     """Where a reader's notes go unless `--into` says: `<its folder>/<the source's name>`. A reader
-    may name the source itself (`source_name(tree)`: Notion drops the ids from an export's name)."""
+    whose output has a fixed place (chat exports go to the session plane) names it as `into`; a
+    reader may name the source itself (`source_name(tree)`: Notion drops the ids from an export's name)."""
+    fixed = getattr(reader, "into", None)
+    if isinstance(fixed, str):
+        return fixed
     base = getattr(reader, "folder", "knowledge")
     source_name = getattr(reader, "source_name", None)
     label = source_name(tree) if callable(source_name) else tree.label

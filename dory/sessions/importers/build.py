@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from dory.sessions.clean import clean_text, redact
-from dory.sessions.importers.common import ImportResult, Problem, _Draft, _Source
+from dory.sessions.importers.common import Draft, ImportResult, Problem, _Source
 from dory.sessions.transcript import Message, Session, Status, new_message, one_line, tidy, time_key
 
 CALL_MAX_CHARS = 200
@@ -24,34 +24,66 @@ def _build(
 ) -> ImportResult:
     result = ImportResult(problems=list(source.problems))
     file_id = source.first_id or _id_from_path(source_path, fmt) or _hash_id(data)
-    grouped: dict[str, list[_Draft]] = {}
+    grouped: dict[str, list[Draft]] = {}
     for draft in source.drafts:
         grouped.setdefault(draft.session_id or file_id, []).append(draft)
     for session_id in grouped or {file_id: []}:
-        messages, count = _messages(session_id, grouped.get(session_id, []))
+        is_file_session = session_id == file_id
+        raw_title = source.titles.get(session_id) or (source.titles.get(None) if is_file_session else None) or ""
+        meta = (source.extra.get(None, {}) if is_file_session else {}) | source.extra.get(session_id, {})
+        session, count = build_session(
+            session_id,
+            grouped.get(session_id, []),
+            agent=agent,
+            device=device,
+            source_format=fmt,
+            title=raw_title,
+            extra=meta,
+            source_path=source_path,
+        )
         result.redactions += count
-        if not messages:
+        if session is None:
             result.problems.append(Problem(0, f"session {session_id}: no messages"))
             continue
-        title, extra, count = _described(source, session_id, session_id == file_id)
-        result.redactions += count
-        started, updated = _span(messages)
-        result.sessions.append(
-            Session(
-                session_id=session_id,
-                agent=agent,
-                device=device,
-                title=title or _title_from(messages),
-                status=_status_for(updated, source.truncated, now),
-                started=started,
-                updated=updated,
-                messages=messages,
-                source_format=fmt,
-                source_path=source_path,
-                extra=extra,
-            )
-        )
+        session.status = _status_for(session.updated, source.truncated, now)
+        result.sessions.append(session)
     return result
+
+
+def build_session(
+    session_id: str,
+    drafts: list[Draft],
+    *,
+    agent: str,
+    device: str,
+    source_format: str,
+    title: str = "",
+    extra: dict[str, Any] | None = None,
+    source_path: str | None = None,
+    status: Status = "active",
+) -> tuple[Session | None, int]:
+    """One session from a reader's drafts, and how many secrets were redacted. Messages, title and
+    metadata are cleaned and redacted before ids are computed (same drafts, same bytes); None when
+    no message is left. Other importers (chat exports in dory.migrate) build their sessions here."""
+    messages, total = _messages(session_id, drafts)
+    if not messages:
+        return None, total
+    clean_title, clean_extra, count = _described(title, extra or {})
+    started, updated = _span(messages)
+    session = Session(
+        session_id=session_id,
+        agent=agent,
+        device=device,
+        title=clean_title or _title_from(messages),
+        status=status,
+        started=started,
+        updated=updated,
+        messages=messages,
+        source_format=source_format,
+        source_path=source_path,
+        extra=clean_extra,
+    )
+    return session, total + count
 
 
 def _span(messages: list[Message]) -> tuple[str | None, str | None]:
@@ -60,9 +92,9 @@ def _span(messages: list[Message]) -> tuple[str | None, str | None]:
     return (timed[0][1], timed[-1][1]) if timed else (None, None)
 
 
-def _messages(session_id: str, drafts: list[_Draft]) -> tuple[list[Message], int]:
+def _messages(session_id: str, drafts: list[Draft]) -> tuple[list[Message], int]:
     """Cleaned, redacted, deduplicated messages with their stable ids; and the redaction count."""
-    kept: list[_Draft] = []
+    kept: list[Draft] = []
     total = 0
     for draft in drafts:
         text, count = redact(clean_text(draft.text))
@@ -86,7 +118,7 @@ def _messages(session_id: str, drafts: list[_Draft]) -> tuple[list[Message], int
     return messages, total
 
 
-def _keep(kept: list[_Draft], draft: _Draft) -> None:
+def _keep(kept: list[Draft], draft: Draft) -> None:
     """Appends `draft`, unless it repeats the message before it; then only its new tool calls are kept."""
     last = kept[-1] if kept else None
     if last and (last.role, last.time, last.text, last.kind) == (draft.role, draft.time, draft.text, draft.kind):
@@ -95,11 +127,9 @@ def _keep(kept: list[_Draft], draft: _Draft) -> None:
     kept.append(draft)
 
 
-def _described(source: _Source, session_id: str, is_file_session: bool) -> tuple[str, dict[str, Any], int]:
-    """The session's title (from a `title` field) and frontmatter metadata, cleaned and redacted."""
-    raw_title = source.titles.get(session_id) or (source.titles.get(None) if is_file_session else None) or ""
+def _described(raw_title: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any], int]:
+    """The session's title and frontmatter metadata, cleaned and redacted."""
     title, total = redact(clean_text(raw_title))
-    meta = (source.extra.get(None, {}) if is_file_session else {}) | source.extra.get(session_id, {})
     extra: dict[str, Any] = {}
     for key, value in meta.items():
         extra[key], count = redact(one_line(value))

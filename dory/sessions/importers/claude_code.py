@@ -19,14 +19,14 @@ from typing import Any
 
 from dory.sessions.importers.common import (
     IMAGE,
+    Draft,
     Problem,
-    _call_line,
-    _Draft,
-    _flatten,
     _part_text,
     _Source,
     _str,
     _time_of,
+    call_line,
+    flatten,
 )
 from dory.sessions.transcript import Role
 
@@ -68,11 +68,11 @@ def _read_claude(records: list[tuple[int, dict[str, Any]]]) -> _Source:
         time = _time_of(record, "timestamp")
         if kind == "summary" and _str(record.get("summary")):
             source.titles.setdefault(session_id, record["summary"])  # Claude Code's own session title
-            source.add(_Draft("system", time, record["summary"], kind="summary", session_id=session_id))
+            source.add(Draft("system", time, record["summary"], kind="summary", session_id=session_id))
         elif kind in ("user", "assistant"):
             _claude_turn(source, number, record, session_id, time)
         elif kind == "system" and record.get("subtype") == _KEPT_SYSTEM and isinstance(record.get("content"), str):
-            source.add(_Draft("system", time, record["content"], session_id=session_id))
+            source.add(Draft("system", time, record["content"], session_id=session_id))
     return source
 
 
@@ -88,20 +88,20 @@ def _claude_turn(
         source.problems.append(Problem(number, "message.content is neither text nor a list of parts"))
         return
     if record.get("isCompactSummary") is True:
-        source.add(_Draft("system", time, _flatten(content), kind="summary", session_id=session_id))
+        source.add(Draft("system", time, flatten(content), kind="summary", session_id=session_id))
         return
     role: Role = record["type"]
     group = _str(message.get("id")) if role == "assistant" else None
     parts = [content] if isinstance(content, str) else content
-    pending = _Draft(role, time, "", session_id=session_id, group=group)
+    pending = Draft(role, time, "", session_id=session_id, group=group)
     texts: list[str] = []
     for part in parts:
         if isinstance(part, dict) and part.get("type") == "tool_result":
             _flush(source, pending, texts)
-            source.add(_Draft("tool", time, _claude_result(part), kind="tool_result", session_id=session_id))
-            pending, texts = _Draft(role, time, "", session_id=session_id, group=group), []
+            source.add(Draft("tool", time, _claude_result(part), kind="tool_result", session_id=session_id))
+            pending, texts = Draft(role, time, "", session_id=session_id, group=group), []
         elif isinstance(part, dict) and part.get("type") == "tool_use":
-            pending.tool_calls.append(_call_line(part.get("name"), part.get("input")))
+            pending.tool_calls.append(call_line(part.get("name"), part.get("input")))
         elif text := _part_text(part):
             text = _user_text(text) if role == "user" else text
             if text.strip():
@@ -109,7 +109,7 @@ def _claude_turn(
     _flush(source, pending, texts)
 
 
-def _flush(source: _Source, pending: _Draft, texts: list[str]) -> None:
+def _flush(source: _Source, pending: Draft, texts: list[str]) -> None:
     if not texts and not pending.tool_calls:
         return
     pending.text = "\n\n".join(texts)
@@ -119,5 +119,5 @@ def _flush(source: _Source, pending: _Draft, texts: list[str]) -> None:
 
 
 def _claude_result(part: dict[str, Any]) -> str:
-    text = _without_harness_blocks(_flatten(part.get("content")))
+    text = _without_harness_blocks(flatten(part.get("content")))
     return f"[error]\n{text}" if part.get("is_error") is True else text

@@ -8,14 +8,14 @@ from typing import Any
 
 from dory.sessions.importers.common import (
     IMAGE,
+    Draft,
     Problem,
-    _call_line,
-    _Draft,
-    _flatten,
     _maybe_json,
     _Source,
     _str,
     _time_of,
+    call_line,
+    flatten,
 )
 from dory.sessions.transcript import Kind, Role
 
@@ -71,7 +71,7 @@ def _codex_context(source: _Source, payload: dict[str, Any], time: str | None) -
 
 def _codex_compacted(source: _Source, payload: dict[str, Any], time: str | None) -> None:
     if _str(payload.get("message")):
-        source.add(_Draft("system", time, payload["message"], kind="summary"))
+        source.add(Draft("system", time, payload["message"], kind="summary"))
 
 
 def _codex_item(source: _Source, item: dict[str, Any], time: str | None) -> None:
@@ -81,7 +81,7 @@ def _codex_item(source: _Source, item: dict[str, Any], time: str | None) -> None
     elif kind in _CALL_TYPES:
         _codex_call(source, _codex_call_line(item), time)
     elif kind in _OUTPUT_TYPES:
-        source.add(_Draft("tool", time, _codex_output(item.get("output")), kind="tool_result"))
+        source.add(Draft("tool", time, _codex_output(item.get("output")), kind="tool_result"))
     # "reasoning": skipped on purpose (see the package docstring).
 
 
@@ -89,7 +89,7 @@ def _codex_message(source: _Source, item: dict[str, Any], time: str | None) -> N
     role = item.get("role")
     if role not in ("user", "assistant"):
         return  # developer/system messages are the harness's own instructions
-    text = _flatten(item.get("content"))
+    text = flatten(item.get("content"))
     if role == "user" and _INJECTED.match(text):
         return
     _codex_say(source, role, time, text)
@@ -100,10 +100,10 @@ def _codex_event(source: _Source, payload: dict[str, Any], time: str | None) -> 
     if kind == "user_message":
         listed = payload.get("images")
         images = listed if isinstance(listed, list) else []
-        text = "\n\n".join([_flatten(payload.get("message")), *([IMAGE] * len(images))]).strip("\n")
+        text = "\n\n".join([flatten(payload.get("message")), *([IMAGE] * len(images))]).strip("\n")
         _codex_say(source, "user", time, text)
     elif kind == "agent_message":
-        _codex_say(source, "assistant", time, _flatten(payload.get("message")))
+        _codex_say(source, "assistant", time, flatten(payload.get("message")))
 
 
 def _codex_say(source: _Source, role: Role, time: str | None, text: str) -> None:
@@ -112,7 +112,7 @@ def _codex_say(source: _Source, role: Role, time: str | None, text: str) -> None
     if last and last.role == role and last.kind == "message" and last.text.strip() == text.strip():
         return
     kind: Kind = "image" if text and all(part == IMAGE for part in text.split("\n\n")) else "message"
-    source.add(_Draft(role, time, text, kind=kind))
+    source.add(Draft(role, time, text, kind=kind))
 
 
 def _codex_call_line(item: dict[str, Any]) -> str:
@@ -120,10 +120,10 @@ def _codex_call_line(item: dict[str, Any]) -> str:
     given = item.get("action")
     action = given if isinstance(given, dict) else {}
     if kind == "local_shell_call":
-        return _call_line("shell", action.get("command"))
+        return call_line("shell", action.get("command"))
     if kind == "web_search_call":
-        return _call_line("web_search", action.get("query"))
-    return _call_line(item.get("name"), item.get("arguments", item.get("input")))
+        return call_line("web_search", action.get("query"))
+    return call_line(item.get("name"), item.get("arguments", item.get("input")))
 
 
 def _codex_call(source: _Source, call: str, time: str | None) -> None:
@@ -132,7 +132,7 @@ def _codex_call(source: _Source, call: str, time: str | None) -> None:
     if last and last.role == "assistant" and last.kind == "message":
         last.tool_calls.append(call)
     else:
-        source.add(_Draft("assistant", time, "", [call]))
+        source.add(Draft("assistant", time, "", [call]))
 
 
 def _codex_output(output: object) -> str:
@@ -147,7 +147,7 @@ def _codex_output(output: object) -> str:
         code = metadata.get("exit_code") if isinstance(metadata, dict) else None
         prefix = f"[exit code {code}]\n" if isinstance(code, int) and code != 0 else ""
         return prefix + text
-    return _flatten(output)
+    return flatten(output)
 
 
 _CODEX_HANDLERS: dict[str, Callable[[_Source, dict[str, Any], str | None], None]] = {

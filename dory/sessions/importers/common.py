@@ -30,7 +30,7 @@ class ImportResult:
 
 
 @dataclass
-class _Draft:
+class Draft:
     """A message as a reader found it, before cleaning, redaction and ids."""
 
     role: Role
@@ -47,7 +47,7 @@ class _Draft:
 class _Source:
     """What a reader found in one file."""
 
-    drafts: list[_Draft] = field(default_factory=list)
+    drafts: list[Draft] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     titles: dict[str | None, str] = field(default_factory=dict)
     extra: dict[str | None, dict[str, Any]] = field(default_factory=dict)
@@ -55,7 +55,7 @@ class _Source:
     truncated: bool = False
     at: int = 0  # the line the reader is on (a new draft begins there)
 
-    def add(self, draft: _Draft) -> None:
+    def add(self, draft: Draft) -> None:
         last = self.drafts[-1] if self.drafts else None
         if (
             draft.group
@@ -83,7 +83,7 @@ class _Source:
 _MAX_DEPTH = 16  # content nested deeper than this is hostile, not a transcript
 
 
-def _flatten(content: object, depth: int = 0) -> str:
+def flatten(content: object, depth: int = 0) -> str:
     """Text of a content value: a string, or parts with text; images become `[image]`."""
     if content is None or depth > _MAX_DEPTH:
         return ""
@@ -108,14 +108,14 @@ def _part_text(part: object, depth: int = 0) -> str:
         return ""
     for key in ("text", "content", "output", "refusal"):
         if key in part:
-            return _flatten(part[key], depth + 1)
+            return flatten(part[key], depth + 1)
     return ""
 
 
 _CALL_KEYS = ("command", "cmd", "file_path", "path", "pattern", "url", "query", "description", "prompt", "input")
 
 
-def _call_line(name: object, arguments: object) -> str:
+def call_line(name: object, arguments: object) -> str:
     """`Name: the argument that says what the call does` (the command, the path, the query, ...)."""
     label = one_line(str(name)) if name else "tool"
     detail = _call_detail(_maybe_json(arguments))

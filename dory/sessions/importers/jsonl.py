@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dory.sessions.importers.common import IMAGE, Problem, _call_line, _Draft, _flatten, _Source, _str, _time_of
+from dory.sessions.importers.common import IMAGE, Draft, Problem, _Source, _str, _time_of, call_line, flatten
 from dory.sessions.transcript import Kind, Role
 
 _GENERIC_ROLES: dict[str, tuple[Role, Kind]] = {
@@ -33,7 +33,7 @@ def _read_jsonl(records: list[tuple[int, dict[str, Any]]]) -> _Source:
     return source
 
 
-def _generic_draft(number: int, record: dict[str, Any], source: _Source) -> _Draft | None:
+def _generic_draft(number: int, record: dict[str, Any], source: _Source) -> Draft | None:
     raw = record.get("type", record.get("role"))
     if not isinstance(raw, str) or raw.strip().lower() not in _GENERIC_ROLES:
         source.problems.append(Problem(number, f"unknown message type {raw!r}" if raw else "no type or role"))
@@ -52,11 +52,11 @@ def _generic_draft(number: int, record: dict[str, Any], source: _Source) -> _Dra
     source.claim_id(session_id)
     if _str(record.get("title")):
         source.titles.setdefault(session_id, record["title"])
-    text = _flatten(content)
+    text = flatten(content)
     if kind == "message" and text and all(part == IMAGE for part in text.split("\n\n")):
         kind = "image"
     time = _time_of(record, "timestamp", "time", "created_at")
-    return _Draft(role, time, text, [_generic_call(call) for call in calls], kind, session_id)
+    return Draft(role, time, text, [_generic_call(call) for call in calls], kind, session_id)
 
 
 def _generic_call(call: object) -> str:
@@ -65,7 +65,7 @@ def _generic_call(call: object) -> str:
     if isinstance(call, dict):
         function = call.get("function")
         if isinstance(function, dict):
-            return _call_line(function.get("name"), function.get("arguments"))
+            return call_line(function.get("name"), function.get("arguments"))
         arguments = next((call[key] for key in ("arguments", "input", "args", "parameters") if key in call), None)
-        return _call_line(call.get("name") or call.get("tool"), arguments)
+        return call_line(call.get("name") or call.get("tool"), arguments)
     return json.dumps(call, ensure_ascii=False)

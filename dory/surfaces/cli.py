@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from dory.cpu import configure_blas_threads
-from dory.errors import DoryError
+from dory.errors import DoryError, UsageError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
 from dory.surfaces import (
     capture_cli,
@@ -332,4 +332,16 @@ def main() -> None:
     BLAS threads are limited here, before any command imports numpy; importing this module must not
     import numpy (see dory/cpu.py and clikit's docstring)."""
     configure_blas_threads()
-    cli(prog_name="dory")
+    try:
+        cli.main(prog_name="dory", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt, EOFError):
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:  # a usage error click found before any command ran
+        if "--json" in sys.argv[1:]:
+            emit_error(UsageError(exc.format_message()), as_json=True)
+        else:
+            exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

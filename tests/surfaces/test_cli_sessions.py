@@ -50,6 +50,14 @@ def ok(result) -> Any:
     return result.json()
 
 
+def nothing_imported(result) -> Any:
+    """An ingest that saved no session: the report is printed (--json: with the error) and it exits 4."""
+    assert result.code == 4, result
+    body = result.json()
+    assert body["error"]["code"] == "validation_error" and body["sessions"] == [], body
+    return body
+
+
 def failed(result, exit_code: int, code: str, message: str | None = None) -> dict[str, Any]:
     assert result.code == exit_code, result
     error = result.error()
@@ -401,8 +409,8 @@ def hostile_runs(dory, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tu
 def test_hostile_files_are_ingested_safely_or_reported(hostile_runs, tree_digest, name: str) -> None:
     case = HOSTILE[name]
     result, corpus, source = hostile_runs[name]
-    res = ok(result)
-    if "problems" in case:  # nothing usable: reported, nothing written
+    res = nothing_imported(result) if "problems" in case else ok(result)
+    if "problems" in case:  # nothing usable: reported, nothing written, and the exit code says so
         problems = [p | {"message": p["message"].replace("{src}", str(source))} for p in case["problems"]]
         assert (res["format"], res["sessions"], res["problems"], res["indexed"]) == (
             case["format"],
@@ -457,7 +465,7 @@ def test_existing_transcript_with_broken_frontmatter_is_reported_and_left_alone(
     again, shown = parallel(
         run, ("sessions", "ingest", str(GENERIC), "--device", "laptop"), ("sessions", "show", "chat-42")
     )
-    res = ok(again)
+    res = nothing_imported(again)
     assert res["sessions"] == [] and res["indexed"] is False
     assert res["problems"][:-1] == FORMATS["jsonl"]["problems"]
     last = res["problems"][-1]
@@ -473,7 +481,7 @@ def test_unindexed_file_with_broken_frontmatter_at_the_target_path(run, root: Pa
     before = tree_digest(root)
     dry = run("sessions", "ingest", str(GENERIC), "--device", "laptop", "--dry-run")
     live = run("sessions", "ingest", str(GENERIC), "--device", "laptop")
-    for res in (ok(dry), ok(live)):
+    for res in (nothing_imported(dry), nothing_imported(live)):
         assert res["sessions"] == [] and res["indexed"] is False
         assert res["problems"][-1]["line"] == 0
         assert res["problems"][-1]["message"].startswith(f"session chat-42: {GENERIC_PATH}: broken YAML frontmatter")
@@ -486,8 +494,8 @@ def test_a_file_where_the_transcript_folder_belongs_is_reported_not_a_traceback(
     result = run("sessions", "ingest", str(GENERIC), "--device", "laptop")
     assert "Traceback" not in result.stderr, result
     document = result.json()  # a report with a problem, or an error body
-    assert result.code in (0, 4), result
-    if result.code == 0:
+    assert result.code == 4, result
+    if "sessions" in document:  # the report, with the error that says nothing was imported
         assert document["sessions"] == [] and document["problems"][-1]["line"] == 0
     assert tree_digest(root) == before
 
@@ -499,7 +507,7 @@ def test_a_symlink_at_the_target_path_leading_outside_is_not_followed(run, root:
     target = root / GENERIC_PATH
     target.parent.mkdir(parents=True)
     target.symlink_to(outside)
-    res = ok(run("sessions", "ingest", str(GENERIC), "--device", "laptop"))
+    res = nothing_imported(run("sessions", "ingest", str(GENERIC), "--device", "laptop"))
     assert outside.read_text().endswith("outside secret plankton\n")
     leaked = [p for p in root.rglob("*.md") if not p.is_symlink() and "plankton" in p.read_text()]
     assert leaked == [], leaked

@@ -357,7 +357,7 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
     (folder / "object.json").write_text('{"role": "user", "content": "x"}', encoding="utf-8")
     (folder / "role.json").write_text('[{"role": "narrator", "content": "x"}]', encoding="utf-8")
     (folder / "good.json").write_text('[{"role": "user", "content": "x"}]', encoding="utf-8")
-    bad, obj, role, both, neither, tiny = (
+    bad, obj, role, both, neither, tiny, reserved, own_reserve = (
         invoke(*call)
         for call in (
             ("context", "pack", "--messages", str(folder / "bad.json"), "--budget", "300"),
@@ -366,6 +366,8 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
             ("context", "pack", "--messages", str(folder / "good.json"), "--session", SESSION_ID, "--budget", "300"),
             ("context", "pack", "--budget", "300"),
             ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "100"),
+            ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "600"),
+            ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "600", "--reserve", "500"),
         )
     )
     failed(
@@ -380,6 +382,21 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
     failed(both, 2, "usage_error", "input: Value error, give exactly one of session and messages")
     failed(neither, 2, "usage_error", "input: Value error, give exactly one of session and messages")
     failed(tiny, 2, "usage_error", "budget: Input should be greater than or equal to 256")
+    # A budget the reserve (512 by default) leaves almost nothing of is refused and explained.
+    failed(
+        reserved,
+        2,
+        "usage_error",
+        "a budget of 600 tokens leaves 88 for the context: 512 are reserved for the answer ([context] reserve); "
+        "give a budget of at least 640 or a smaller --reserve",
+    )
+    failed(
+        own_reserve,
+        2,
+        "usage_error",
+        "a budget of 600 tokens leaves 100 for the context: 500 are reserved for the answer (--reserve); "
+        "give a budget of at least 628 or a smaller --reserve",
+    )
 
 
 def test_messages_nested_100000_deep_are_a_usage_error_not_a_traceback(invoke, root: Path, tree_digest) -> None:

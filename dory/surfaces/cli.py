@@ -44,15 +44,16 @@ def cli(corpus: str | None, state_dir: str | None, server: str | None, token: st
 @cli.command()
 @click.argument("directory", default=".")
 @click.option("--no-model", is_flag=True, help="do not install the embedding model")
+@click.option("--bare", is_flag=True, help="only the folder layout and dory.toml: no sample or starter notes")
 @command
-def init(directory: str, no_model: bool) -> Result:
+def init(directory: str, no_model: bool, bare: bool) -> Result:
     """Create a corpus in DIRECTORY from the template (never overwriting a file); installs the model if missing."""
     from dory.service import init_corpus
 
     def announce(message: str) -> None:
         click.echo(message, err=True)
 
-    payload = init_corpus(Path(directory), install=not no_model, announce=announce)
+    payload = init_corpus(Path(directory), install=not no_model, announce=announce, bare=bare)
     return payload, lambda: render.init_summary(payload)
 
 

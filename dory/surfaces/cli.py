@@ -85,6 +85,18 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
     return res.model_dump(mode="json"), lambda: render.reindex(res)
 
 
+def _renamed_in(value: str | None) -> None:
+    """`search --corpus sessions` was the old spelling of `--in`; `--corpus DIR` names the corpus folder
+    and goes before the command. Either way, say what to type (exit 2)."""
+    if value is None:
+        return
+    if value in ("durable", "sessions", "all"):
+        raise click.UsageError(f"`search --corpus {value}` is now `search --in {value}`")
+    raise click.UsageError(
+        f"--corpus names the corpus folder and goes before the command: dory --corpus {value} search …"
+    )
+
+
 @cli.command()
 @click.argument("query")
 @click.option(
@@ -95,13 +107,14 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
     help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact | recall (sessions)",
 )
 @click.option(
-    "--corpus",
+    "--in",
     "corpus",
     type=click.Choice(["durable", "sessions", "all"]),
     default="durable",
     show_default=True,
     help="durable memory, agent session transcripts, or both",
 )
+@click.option("--corpus", "old_corpus", hidden=True, expose_value=True, callback=lambda c, p, v: _renamed_in(v))
 @click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
 @click.option("--path", "path_glob", help="only paths matching this glob, e.g. 'projects/*'")
 @click.option("--type", "types", multiple=True, help="frontmatter type (repeatable)")
@@ -122,6 +135,7 @@ def search(
     query: str,
     mode: str,
     corpus: str,
+    old_corpus: None,
     k: int,
     path_glob: str | None,
     types: tuple[str, ...],
@@ -136,7 +150,7 @@ def search(
     debug: bool,
     no_record: bool,
 ) -> Result:
-    """Search the corpus: durable memory by default, session transcripts with --corpus or -m recall."""
+    """Search the corpus: durable memory by default, session transcripts with --in or -m recall."""
     scope = Scope(
         path=path_glob,
         type=list(types),

@@ -689,3 +689,13 @@ def test_real_model_finds_a_paraphrase_with_no_shared_words(dory, make_corpus) -
         "flat",
     )
     assert state["fingerprint"]["dims"] == 384 and state["warnings"] == []
+
+
+def test_search_corpus_after_the_command_is_the_old_spelling_of_in_and_says_so(dory, tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    assert dory("init", str(root), "--no-model", "--bare").code == 0
+    old = dory("--corpus", str(root), "search", "x", "--corpus", "sessions", "--json")
+    assert old.code == 2 and old.json()["error"]["code"] == "usage_error", old
+    assert "`search --corpus sessions` is now `search --in sessions`" in old.json()["error"]["message"]
+    folder = dory("search", "x", "--corpus", str(root))
+    assert folder.code == 2 and f"dory --corpus {root} search" in folder.stderr, folder

@@ -1,4 +1,4 @@
-"""`dory sessions …` and `dory search --corpus sessions|all` end to end through the real console script:
+"""`dory sessions …` and `dory search --in sessions|all` end to end through the real console script:
 ingest of every harness format (problems, redaction, idempotence, appends, dry runs, stdin), hostile input,
 path safety, list/show/history/export, rename/delete/restore, recall pointing at exact turn lines, a
 transcript in a foreign layout, and (with the real MiniLM model) recall by meaning.
@@ -772,7 +772,7 @@ def test_rename_delete_restore(run, root: Path, tmp_path: Path) -> None:
         ("sessions", "list", "--all"),
         ("sessions", "search", "worker"),
         ("sessions", "search", "worker", "--status", "deleted"),
-        ("search", "worker", "--corpus", "all"),
+        ("search", "worker", "--in", "all"),
         ("sessions", "ingest", str(GENERIC), "--device", "laptop"),
         ("sessions", "ingest", str(longer), "--device", "laptop"),
     )
@@ -857,17 +857,17 @@ def test_session_text_stays_out_of_durable_search_and_recall_points_at_the_turn(
         run,
         ("search", "ferry"),
         ("search", "ferry", "-m", "exact"),
-        ("search", "ferry", "--corpus", "sessions"),
-        ("search", "ferry", "--corpus", "all"),
+        ("search", "ferry", "--in", "sessions"),
+        ("search", "ferry", "--in", "all"),
         ("search", "ferry", "-m", "recall"),
-        ("search", "quokka", "--corpus", "all", "-k", "10"),
+        ("search", "quokka", "--in", "all", "-k", "10"),
         ("search", "quokka"),
         ("sessions", "search", "quokka", "--agent", "alpha"),
-        ("search", "quokka", "--corpus", "sessions", "--session", "garden-7", "-m", "bm25"),
+        ("search", "quokka", "--in", "sessions", "--session", "garden-7", "-m", "bm25"),
         ("sessions", "search", "quokka", "--since", "2025-04-01"),
         ("sessions", "search", "quokka", "--until", "2025-03-01"),
         ("sessions", "search", "quokka", "--since", "2025-02-11", "--until", "2025-05-02"),
-        ("search", "ferry", "-m", "exact", "--corpus", "sessions"),
+        ("search", "ferry", "-m", "exact", "--in", "sessions"),
     )
     for durable in runs[0:2]:  # neither ranked nor exact durable search reads transcripts
         assert ok(durable)["hits"] == [], durable
@@ -946,7 +946,7 @@ def test_foreign_layout_is_recalled_by_paragraph_after_reindex(run, root: Path) 
     found, everywhere, shown = parallel(
         run,
         ("sessions", "search", "sunrise painting"),
-        ("search", "counseling career", "--corpus", "all"),
+        ("search", "counseling career", "--in", "all"),
         ("sessions", "show", "conv-26"),
     )
     lines = LOCOMO.split("\n")
@@ -1038,7 +1038,7 @@ def test_recall_finds_a_turn_by_meaning_with_the_real_model(dory, root: Path) ->
     assert embedded_texts(root) == 3  # the ingest embedded its turns at once
     recall, keywords = (
         ok(real("sessions", "search", "automobile repair")),
-        ok(real("search", "automobile repair", "--corpus", "sessions", "-m", "bm25")),
+        ok(real("search", "automobile repair", "--in", "sessions", "-m", "bm25")),
     )
     assert keywords["hits"] == []  # no shared keyword...
     assert recall["warnings"] == []

@@ -89,7 +89,7 @@ def is_note(name: str) -> bool:
 def normalize_rel(user_path: str) -> str:
     """Validate a corpus-relative path given by a caller and return it in POSIX form.
 
-    Rejects absolute paths, `..` segments, NUL bytes and empty paths before touching the disk.
+    Rejects absolute paths, `..` climbing above the root, NUL bytes and empty paths before touching the disk.
     """
     if not user_path or not user_path.strip():
         raise InvalidInput("path is empty", path=user_path)
@@ -99,9 +99,16 @@ def normalize_rel(user_path: str) -> str:
     pure = PurePosixPath(candidate)
     if pure.is_absolute() or candidate.startswith("~") or (len(candidate) > 1 and candidate[1] == ":"):
         raise PathOutsideCorpus(f"path must be relative to the corpus: {user_path}", path=user_path)
-    if any(part == ".." for part in pure.parts):
-        raise PathOutsideCorpus(f"path escapes the corpus: {user_path}", path=user_path)
-    parts = [part for part in pure.parts if part not in ("", ".")]
+    # `..` is read the way a shell reads it, step by step: `notes/../x.md` is `x.md`, inside the
+    # corpus; only a step above the root escapes. Symlinks are judged later, on the real path.
+    parts: list[str] = []
+    for part in pure.parts:
+        if part == "..":
+            if not parts:
+                raise PathOutsideCorpus(f"path escapes the corpus: {user_path}", path=user_path)
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
     if not parts:
         raise InvalidInput("path names the corpus root, not a file", path=user_path)
     return "/".join(parts)

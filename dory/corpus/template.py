@@ -18,8 +18,9 @@ def template_dir() -> Path:
     raise ConfigError("the corpus template is missing from this installation; reinstall dory")
 
 
-def copy_template(target: Path) -> list[str]:
-    """Copy missing template files into `target`; returns the relative paths created."""
+def copy_template(target: Path, bare: bool = False) -> list[str]:
+    """Copy missing template files into `target`; returns the relative paths created. `bare` copies
+    the layout only (folders, dory.toml, .gitignore): no sample or starter notes."""
     source = template_dir()
     if target.exists() and not target.is_dir():
         raise ConfigError(f"{target} is a file, not a corpus folder", path=str(target))
@@ -29,6 +30,8 @@ def copy_template(target: Path) -> list[str]:
         dest = target / rel
         if item.is_dir():
             dest.mkdir(parents=True, exist_ok=True)
+        elif bare and item.suffix == ".md":
+            continue
         elif not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(item, dest)

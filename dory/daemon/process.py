@@ -122,9 +122,13 @@ class Daemon:
         corpus = self.settings.corpus
         log.info("watching %s (pid %d); the index is in %s", corpus, os.getpid(), self.settings.state_dir)
         log.info(
-            "edit or add any .md note there (e.g. %s), then in another terminal: "
-            'dory --corpus %s search "words from your note"  (Ctrl-C stops the daemon)',
-            corpus / "knowledge" / "welcome-to-dory.md",
+            "save or edit any .md note under %s in your editor and it is searchable in about a second; "
+            'in another terminal: dory --corpus %s search "words from one of your notes", '
+            "dory --corpus %s status, or bring in notes you have elsewhere with dory --corpus %s migrate "
+            "PATH --dry-run  (Ctrl-C stops the daemon)",
+            corpus,
+            corpus,
+            corpus,
             corpus,
         )
 

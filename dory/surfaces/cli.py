@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from dory.cpu import configure_blas_threads
-from dory.errors import DoryError
+from dory.errors import DoryError, UsageError
 from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
 from dory.surfaces import (
     capture_cli,
@@ -44,15 +44,16 @@ def cli(corpus: str | None, state_dir: str | None, server: str | None, token: st
 @cli.command()
 @click.argument("directory", default=".")
 @click.option("--no-model", is_flag=True, help="do not install the embedding model")
+@click.option("--bare", is_flag=True, help="only the folder layout and dory.toml: no sample or starter notes")
 @command
-def init(directory: str, no_model: bool) -> Result:
+def init(directory: str, no_model: bool, bare: bool) -> Result:
     """Create a corpus in DIRECTORY from the template (never overwriting a file); installs the model if missing."""
     from dory.service import init_corpus
 
     def announce(message: str) -> None:
         click.echo(message, err=True)
 
-    payload = init_corpus(Path(directory), install=not no_model, announce=announce)
+    payload = init_corpus(Path(directory), install=not no_model, announce=announce, bare=bare)
     return payload, lambda: render.init_summary(payload)
 
 
@@ -84,6 +85,18 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
     return res.model_dump(mode="json"), lambda: render.reindex(res)
 
 
+def _renamed_in(value: str | None) -> None:
+    """`search --corpus sessions` was the old spelling of `--in`; `--corpus DIR` names the corpus folder
+    and goes before the command. Either way, say what to type (exit 2)."""
+    if value is None:
+        return
+    if value in ("durable", "sessions", "all"):
+        raise click.UsageError(f"`search --corpus {value}` is now `search --in {value}`")
+    raise click.UsageError(
+        f"--corpus names the corpus folder and goes before the command: dory --corpus {value} search …"
+    )
+
+
 @cli.command()
 @click.argument("query")
 @click.option(
@@ -94,13 +107,14 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
     help="hybrid | bm25 (text, keyword, lexical) | vector (semantic) | exact | recall (sessions)",
 )
 @click.option(
-    "--corpus",
+    "--in",
     "corpus",
     type=click.Choice(["durable", "sessions", "all"]),
     default="durable",
     show_default=True,
     help="durable memory, agent session transcripts, or both",
 )
+@click.option("--corpus", "old_corpus", hidden=True, expose_value=True, callback=lambda c, p, v: _renamed_in(v))
 @click.option("-k", "--limit", "k", default=10, show_default=True, type=int)
 @click.option("--path", "path_glob", help="only paths matching this glob, e.g. 'projects/*'")
 @click.option("--type", "types", multiple=True, help="frontmatter type (repeatable)")
@@ -121,6 +135,7 @@ def search(
     query: str,
     mode: str,
     corpus: str,
+    old_corpus: None,
     k: int,
     path_glob: str | None,
     types: tuple[str, ...],
@@ -135,7 +150,7 @@ def search(
     debug: bool,
     no_record: bool,
 ) -> Result:
-    """Search the corpus: durable memory by default, session transcripts with --corpus or -m recall."""
+    """Search the corpus: durable memory by default, session transcripts with --in or -m recall."""
     scope = Scope(
         path=path_glob,
         type=list(types),
@@ -332,4 +347,16 @@ def main() -> None:
     BLAS threads are limited here, before any command imports numpy; importing this module must not
     import numpy (see dory/cpu.py and clikit's docstring)."""
     configure_blas_threads()
-    cli(prog_name="dory")
+    try:
+        cli.main(prog_name="dory", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt, EOFError):
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:  # a usage error click found before any command ran
+        if "--json" in sys.argv[1:]:
+            emit_error(UsageError(exc.format_message()), as_json=True)
+        else:
+            exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -28,6 +28,17 @@ if TYPE_CHECKING:
 Result = tuple[dict[str, Any], Callable[[], str]]
 
 
+class Partial(Exception):
+    """Raised by a command that did only part of what was asked (`context remind` with an unknown id):
+    its result is printed as usual, then the command exits with `error`'s code (and, with --json, the
+    payload carries the error too), so a script sees the failure without losing what was found."""
+
+    def __init__(self, result: Result, error: DoryError) -> None:
+        super().__init__(error.message)
+        self.result = result
+        self.error = error
+
+
 def emit_error(exc: DoryError, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"error": exc.to_dict()}, ensure_ascii=False))
@@ -43,19 +54,28 @@ def command(fn: Callable[..., Result | None]) -> Callable[..., None]:
     def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> None:
         try:
             result = fn(*args, **kwargs)
+        except Partial as partial:
+            _emit(partial.result, as_json, partial.error)
+            sys.exit(partial.error.exit_code)
         except (DoryError, pydantic.ValidationError) as exc:
             err = from_validation_error(exc) if isinstance(exc, pydantic.ValidationError) else exc
             emit_error(err, as_json)
             sys.exit(err.exit_code)
-        if result is None:
-            return
-        payload, human = result
-        if as_json:
-            click.echo(json.dumps(payload, ensure_ascii=False, indent=None))
-        else:
-            click.echo(human())
+        if result is not None:
+            _emit(result, as_json)
 
     return wrapper
+
+
+def _emit(result: Result, as_json: bool, error: DoryError | None = None) -> None:
+    payload, human = result
+    if as_json:
+        body = payload if error is None else {**payload, "error": error.to_dict()}
+        click.echo(json.dumps(body, ensure_ascii=False, indent=None))
+        return
+    click.echo(human())
+    if error is not None:
+        emit_error(error, as_json=False)
 
 
 @contextmanager

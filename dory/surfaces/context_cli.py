@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from dory.errors import UsageError
+from dory.errors import NotFound, UsageError
 from dory.models import ContextPackRequest, MarkRequest, PackInput, RemindRequest, WakeRequest
 from dory.models.common import MAX_INGEST_BYTES, loads_json
 from dory.surfaces import render
-from dory.surfaces.clikit import Result, command, hook_target, read_input, service
+from dory.surfaces.clikit import Partial, Result, command, hook_target, read_input, service
 from dory.surfaces.hooks import wake as wake_hook
 
 
@@ -134,7 +134,10 @@ def remind(ctx: click.Context, ids: tuple[str, ...], session: str | None) -> Res
     """The exact archived text of message ids (m-…) or chunk ids (m-…#n)."""
     with service(ctx) as svc:
         res = svc.context.remind(RemindRequest(ids=list(ids), session=session))
-    return res.model_dump(mode="json"), lambda: render.remind(res)
+    result: Result = (res.model_dump(mode="json"), lambda: render.remind(res))
+    if res.missing:
+        raise Partial(result, NotFound(f"no archived message {', '.join(res.missing)}", ids=res.missing))
+    return result
 
 
 @context.command()

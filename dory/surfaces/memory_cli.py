@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from dory.errors import UsageError
+from dory.errors import NotFound, UsageError
 from dory.models import (
+    GetRequest,
     LinkLintRequest,
     LinkRequest,
     MemoryWriteRequest,
@@ -194,10 +195,22 @@ def proposals_list(ctx: click.Context, status: ProposalStatus | None) -> Result:
 @click.pass_context
 @command
 def proposals_show(ctx: click.Context, proposal_id: str) -> Result:
-    """Show one proposal with its planned route and risk flags."""
+    """Show one proposal: where it came from and why, its route, risk flags, and the change it would
+    make to the page (a diff against the page as it is now)."""
     with service(ctx) as svc:
         res = svc.proposal_show(proposal_id)
-    return res.model_dump(mode="json"), lambda: render.proposal(res, res.status, detail=True)
+        current = _current_text(svc, res.plan.target_path)
+    return res.model_dump(mode="json"), lambda: render.proposal(res, res.status, detail=True, current=current)
+
+
+def _current_text(svc: Any, path: str | None) -> str | None:
+    """The page a proposal would change, as it is now (None when it does not exist yet)."""
+    if not path:
+        return None
+    try:
+        return str(svc.get(GetRequest(path=path)).content)
+    except NotFound:
+        return None
 
 
 @proposals.command(name="apply")

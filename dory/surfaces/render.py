@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from dory.models import (
@@ -252,9 +253,14 @@ def memory_write(res: MemoryWriteResponse) -> str:
     return _with_warnings_and_preview(lines, res.warnings, res.preview)
 
 
-def proposal(p: Proposal, state: str, detail: bool = False) -> str:
+def proposal(p: Proposal, state: str, detail: bool = False, current: str | None = None) -> str:
+    """One proposal; with `detail`, where it came from and why, and its change as a diff against
+    `current` (the page now; None: the page would be created)."""
     w = p.write
     lines = [f"{p.id}  [{state}]  {w.action} {w.kind} about {w.subject!r} → {p.plan.target_path}", f"  {w.content}"]
+    if detail:
+        lines.append(f"  source: {w.source or 'not recorded'}" + (f"  (agent {w.agent})" if w.agent else ""))
+        lines.append(f"  reason: {w.reason or 'not given'}")
     risks = [name for name, on in p.risk.items() if on]
     if risks:
         lines.append(f"  risk: {', '.join(risks)}")
@@ -263,8 +269,18 @@ def proposal(p: Proposal, state: str, detail: bool = False) -> str:
     if p.rejected_reason:
         lines.append(f"  rejected: {p.rejected_reason}")
     if detail and p.plan.preview:
-        lines += ["", p.plan.preview.rstrip("\n")]
+        lines += ["", *_diff(current, p.plan.preview, p.plan.target_path or "page")]
     return "\n".join(lines)
+
+
+def _diff(current: str | None, preview: str, path: str) -> list[str]:
+    """The planned page against the page now, as a unified diff (a new page: every line added)."""
+    before = (current or "").splitlines()
+    after = preview.rstrip("\n").splitlines()
+    # The preview holds the whole file; `get` returns the body lines as stored, so compare like with like.
+    label = path if current is not None else "/dev/null"
+    diff = difflib.unified_diff(before, after, label, path, lineterm="")
+    return list(diff) or ["(no change to the page as it is now)"]
 
 
 def proposal_list(res: ProposalListResponse) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from dory.errors import UsageError
+from dory.errors import InvalidInput, UsageError
 from dory.models import (
     CompactRequest,
     Scope,
@@ -20,7 +20,7 @@ from dory.models import (
     SessionUpdateRequest,
 )
 from dory.surfaces import render
-from dory.surfaces.clikit import Result, command, hook_target, service
+from dory.surfaces.clikit import Partial, Result, command, hook_target, service
 from dory.surfaces.hooks import capture
 
 
@@ -69,7 +69,11 @@ def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device:
     )
     with service(ctx) as svc:
         res = svc.sessions.ingest(req)
-    return res.model_dump(mode="json"), lambda: render.ingest(res)
+    result: Result = (res.model_dump(mode="json"), lambda: render.ingest(res))
+    if not res.sessions:
+        why = res.problems[-1].message if res.problems else "no messages"
+        raise Partial(result, InvalidInput(f"nothing imported from {source_path or 'stdin'}: {why}"))
+    return result
 
 
 @sessions.command("import-local")

@@ -164,6 +164,19 @@ def test_init_creates_spec_folders_core_files_config_and_gitignore(dory, tmp_pat
     assert set(body["model"]) >= {"package", "verified", "problem"}
 
 
+def test_init_bare_creates_the_layout_and_config_without_a_single_note(dory, tmp_path: Path) -> None:
+    target = tmp_path / "bare"
+    run = dory("init", str(target), "--no-model", "--bare", "--json")
+    assert run.code == 0, run
+    assert set(run.json()["created"]) == files_under(target)
+    for folder in SPEC_FOLDERS:
+        assert (target / folder).is_dir(), folder
+    assert not [p for p in target.rglob("*.md")], "a bare corpus holds no notes"
+    assert (target / "dory.toml").is_file() and (target / ".gitignore").is_file()
+    searched = dory("--corpus", str(target), "reindex", "--no-vectors", "--json")
+    assert searched.code == 0 and searched.json()["new"] == 0, searched
+
+
 def test_init_again_only_restores_missing_files_and_never_overwrites_edits(dory, tmp_path: Path, tree_digest) -> None:
     target = tmp_path / "c"
     assert dory("init", str(target), "--no-model", "--json").code == 0
@@ -676,3 +689,13 @@ def test_real_model_finds_a_paraphrase_with_no_shared_words(dory, make_corpus) -
         "flat",
     )
     assert state["fingerprint"]["dims"] == 384 and state["warnings"] == []
+
+
+def test_search_corpus_after_the_command_is_the_old_spelling_of_in_and_says_so(dory, tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    assert dory("init", str(root), "--no-model", "--bare").code == 0
+    old = dory("--corpus", str(root), "search", "x", "--corpus", "sessions", "--json")
+    assert old.code == 2 and old.json()["error"]["code"] == "usage_error", old
+    assert "`search --corpus sessions` is now `search --in sessions`" in old.json()["error"]["message"]
+    folder = dory("search", "x", "--corpus", str(root))
+    assert folder.code == 2 and f"dory --corpus {root} search" in folder.stderr, folder

@@ -106,6 +106,14 @@ def ok_json(result: Any) -> Any:
     return result.json()
 
 
+def partial_json(result: Any, exit_code: int, code: str) -> Any:
+    """A command that did part of the job: its --json result, with the error that made it exit non-zero."""
+    assert result.code == exit_code, result
+    body = result.json()
+    assert body["error"]["code"] == code, body
+    return body
+
+
 def failed(result: Any, exit_code: int, code: str, message: str) -> None:
     assert result.code == exit_code, result
     error = result.error()
@@ -349,7 +357,7 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
     (folder / "object.json").write_text('{"role": "user", "content": "x"}', encoding="utf-8")
     (folder / "role.json").write_text('[{"role": "narrator", "content": "x"}]', encoding="utf-8")
     (folder / "good.json").write_text('[{"role": "user", "content": "x"}]', encoding="utf-8")
-    bad, obj, role, both, neither, tiny = (
+    bad, obj, role, both, neither, tiny, reserved, own_reserve = (
         invoke(*call)
         for call in (
             ("context", "pack", "--messages", str(folder / "bad.json"), "--budget", "300"),
@@ -358,6 +366,8 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
             ("context", "pack", "--messages", str(folder / "good.json"), "--session", SESSION_ID, "--budget", "300"),
             ("context", "pack", "--budget", "300"),
             ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "100"),
+            ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "600"),
+            ("context", "pack", "--messages", str(folder / "good.json"), "--budget", "600", "--reserve", "500"),
         )
     )
     failed(
@@ -372,6 +382,21 @@ def test_pack_input_errors_are_usage_errors(invoke, root: Path) -> None:
     failed(both, 2, "usage_error", "input: Value error, give exactly one of session and messages")
     failed(neither, 2, "usage_error", "input: Value error, give exactly one of session and messages")
     failed(tiny, 2, "usage_error", "budget: Input should be greater than or equal to 256")
+    # A budget the reserve (512 by default) leaves almost nothing of is refused and explained.
+    failed(
+        reserved,
+        2,
+        "usage_error",
+        "a budget of 600 tokens leaves 88 for the context: 512 are reserved for the answer ([context] reserve); "
+        "give a budget of at least 640 or a smaller --reserve",
+    )
+    failed(
+        own_reserve,
+        2,
+        "usage_error",
+        "a budget of 600 tokens leaves 100 for the context: 500 are reserved for the answer (--reserve); "
+        "give a budget of at least 628 or a smaller --reserve",
+    )
 
 
 def test_messages_nested_100000_deep_are_a_usage_error_not_a_traceback(invoke, root: Path, tree_digest) -> None:
@@ -401,7 +426,8 @@ def test_remind_returns_the_stored_text_of_messages_and_chunks(run, session) -> 
         ("context", "remind", *(f"{log['id']}#{n}" for n in range(1, 13)), "--session", SESSION_ID),
         ("context", "pack", "--session", SESSION_ID, "--budget", "100000"),
     )
-    res = ok_json(reminded)
+    # An unknown id: what was found is printed, and the exit code says something was not.
+    res = partial_json(reminded, 3, "not_found")
     assert [(i["id"], i["session_id"], i["path"], i["role"], i["time"]) for i in res["items"]] == [
         (t["id"], SESSION_ID, TRANSCRIPT, t["role"], t["time"]) for t in (plain, called, log)
     ]
@@ -413,7 +439,7 @@ def test_remind_returns_the_stored_text_of_messages_and_chunks(run, session) -> 
     assert ok_json(whole)["lane"] == "pass_through"
     assert all(item["text"] == packed[item["id"]] for item in res["items"])  # what pack showed is what comes back
 
-    chunks = ok_json(chunked)
+    chunks = partial_json(chunked, 3, "not_found")
     found = len(chunks["items"])
     assert 3 <= found < 12, chunks
     assert [i["id"] for i in chunks["items"]] == [f"{log['id']}#{n}" for n in range(1, found + 1)]

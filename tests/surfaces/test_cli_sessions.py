@@ -1,4 +1,4 @@
-"""`dory sessions …` and `dory search --corpus sessions|all` end to end through the real console script:
+"""`dory sessions …` and `dory search --in sessions|all` end to end through the real console script:
 ingest of every harness format (problems, redaction, idempotence, appends, dry runs, stdin), hostile input,
 path safety, list/show/history/export, rename/delete/restore, recall pointing at exact turn lines, a
 transcript in a foreign layout, and (with the real MiniLM model) recall by meaning.
@@ -48,6 +48,14 @@ def write(root: Path, files: dict[str, str | bytes]) -> Path:
 def ok(result) -> Any:
     assert result.code == 0, result
     return result.json()
+
+
+def nothing_imported(result) -> Any:
+    """An ingest that saved no session: the report is printed (--json: with the error) and it exits 4."""
+    assert result.code == 4, result
+    body = result.json()
+    assert body["error"]["code"] == "validation_error" and body["sessions"] == [], body
+    return body
 
 
 def failed(result, exit_code: int, code: str, message: str | None = None) -> dict[str, Any]:
@@ -401,8 +409,8 @@ def hostile_runs(dory, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tu
 def test_hostile_files_are_ingested_safely_or_reported(hostile_runs, tree_digest, name: str) -> None:
     case = HOSTILE[name]
     result, corpus, source = hostile_runs[name]
-    res = ok(result)
-    if "problems" in case:  # nothing usable: reported, nothing written
+    res = nothing_imported(result) if "problems" in case else ok(result)
+    if "problems" in case:  # nothing usable: reported, nothing written, and the exit code says so
         problems = [p | {"message": p["message"].replace("{src}", str(source))} for p in case["problems"]]
         assert (res["format"], res["sessions"], res["problems"], res["indexed"]) == (
             case["format"],
@@ -457,7 +465,7 @@ def test_existing_transcript_with_broken_frontmatter_is_reported_and_left_alone(
     again, shown = parallel(
         run, ("sessions", "ingest", str(GENERIC), "--device", "laptop"), ("sessions", "show", "chat-42")
     )
-    res = ok(again)
+    res = nothing_imported(again)
     assert res["sessions"] == [] and res["indexed"] is False
     assert res["problems"][:-1] == FORMATS["jsonl"]["problems"]
     last = res["problems"][-1]
@@ -473,7 +481,7 @@ def test_unindexed_file_with_broken_frontmatter_at_the_target_path(run, root: Pa
     before = tree_digest(root)
     dry = run("sessions", "ingest", str(GENERIC), "--device", "laptop", "--dry-run")
     live = run("sessions", "ingest", str(GENERIC), "--device", "laptop")
-    for res in (ok(dry), ok(live)):
+    for res in (nothing_imported(dry), nothing_imported(live)):
         assert res["sessions"] == [] and res["indexed"] is False
         assert res["problems"][-1]["line"] == 0
         assert res["problems"][-1]["message"].startswith(f"session chat-42: {GENERIC_PATH}: broken YAML frontmatter")
@@ -486,8 +494,8 @@ def test_a_file_where_the_transcript_folder_belongs_is_reported_not_a_traceback(
     result = run("sessions", "ingest", str(GENERIC), "--device", "laptop")
     assert "Traceback" not in result.stderr, result
     document = result.json()  # a report with a problem, or an error body
-    assert result.code in (0, 4), result
-    if result.code == 0:
+    assert result.code == 4, result
+    if "sessions" in document:  # the report, with the error that says nothing was imported
         assert document["sessions"] == [] and document["problems"][-1]["line"] == 0
     assert tree_digest(root) == before
 
@@ -499,7 +507,7 @@ def test_a_symlink_at_the_target_path_leading_outside_is_not_followed(run, root:
     target = root / GENERIC_PATH
     target.parent.mkdir(parents=True)
     target.symlink_to(outside)
-    res = ok(run("sessions", "ingest", str(GENERIC), "--device", "laptop"))
+    res = nothing_imported(run("sessions", "ingest", str(GENERIC), "--device", "laptop"))
     assert outside.read_text().endswith("outside secret plankton\n")
     leaked = [p for p in root.rglob("*.md") if not p.is_symlink() and "plankton" in p.read_text()]
     assert leaked == [], leaked
@@ -764,7 +772,7 @@ def test_rename_delete_restore(run, root: Path, tmp_path: Path) -> None:
         ("sessions", "list", "--all"),
         ("sessions", "search", "worker"),
         ("sessions", "search", "worker", "--status", "deleted"),
-        ("search", "worker", "--corpus", "all"),
+        ("search", "worker", "--in", "all"),
         ("sessions", "ingest", str(GENERIC), "--device", "laptop"),
         ("sessions", "ingest", str(longer), "--device", "laptop"),
     )
@@ -849,17 +857,17 @@ def test_session_text_stays_out_of_durable_search_and_recall_points_at_the_turn(
         run,
         ("search", "ferry"),
         ("search", "ferry", "-m", "exact"),
-        ("search", "ferry", "--corpus", "sessions"),
-        ("search", "ferry", "--corpus", "all"),
+        ("search", "ferry", "--in", "sessions"),
+        ("search", "ferry", "--in", "all"),
         ("search", "ferry", "-m", "recall"),
-        ("search", "quokka", "--corpus", "all", "-k", "10"),
+        ("search", "quokka", "--in", "all", "-k", "10"),
         ("search", "quokka"),
         ("sessions", "search", "quokka", "--agent", "alpha"),
-        ("search", "quokka", "--corpus", "sessions", "--session", "garden-7", "-m", "bm25"),
+        ("search", "quokka", "--in", "sessions", "--session", "garden-7", "-m", "bm25"),
         ("sessions", "search", "quokka", "--since", "2025-04-01"),
         ("sessions", "search", "quokka", "--until", "2025-03-01"),
         ("sessions", "search", "quokka", "--since", "2025-02-11", "--until", "2025-05-02"),
-        ("search", "ferry", "-m", "exact", "--corpus", "sessions"),
+        ("search", "ferry", "-m", "exact", "--in", "sessions"),
     )
     for durable in runs[0:2]:  # neither ranked nor exact durable search reads transcripts
         assert ok(durable)["hits"] == [], durable
@@ -938,7 +946,7 @@ def test_foreign_layout_is_recalled_by_paragraph_after_reindex(run, root: Path) 
     found, everywhere, shown = parallel(
         run,
         ("sessions", "search", "sunrise painting"),
-        ("search", "counseling career", "--corpus", "all"),
+        ("search", "counseling career", "--in", "all"),
         ("sessions", "show", "conv-26"),
     )
     lines = LOCOMO.split("\n")
@@ -1030,7 +1038,7 @@ def test_recall_finds_a_turn_by_meaning_with_the_real_model(dory, root: Path) ->
     assert embedded_texts(root) == 3  # the ingest embedded its turns at once
     recall, keywords = (
         ok(real("sessions", "search", "automobile repair")),
-        ok(real("search", "automobile repair", "--corpus", "sessions", "-m", "bm25")),
+        ok(real("search", "automobile repair", "--in", "sessions", "-m", "bm25")),
     )
     assert keywords["hits"] == []  # no shared keyword...
     assert recall["warnings"] == []

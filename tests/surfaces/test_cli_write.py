@@ -233,6 +233,21 @@ def test_suspect_content_is_quarantined_by_default_and_every_write_is_logged_as_
 
 
 # -- proposals -----------------------------------------------------------------------------------
+def test_proposals_show_tells_source_reason_and_the_change_as_a_diff(run, dory, root: Path) -> None:
+    assert (
+        run(
+            "memory-write", "Ada Lovelace", "Ada wrote the first program.", "--scope", "person", "--allow-canonical"
+        ).code
+        == 0
+    )
+    told = run("proposals", "create", "Ada Lovelace", "Ada kept notes.", "--source", "session s-1", "--reason", "twice")
+    page = dory("--corpus", str(root), "proposals", "show", told.json()["proposal"]["id"])
+    assert page.code == 0, page
+    assert "  source: session s-1\n  reason: twice\n" in page.stdout
+    assert f"--- {ADA}\n+++ {ADA}\n" in page.stdout and "\n+- Ada kept notes.\n" in page.stdout
+    assert "+- Ada wrote the first program" not in page.stdout  # what the page already says is not new
+
+
 def test_proposals_round_trip(run, root: Path, tree_digest) -> None:
     made = run("memory-write", "Ada Lovelace", "Ada wrote the first program.", "--scope", "person", "--allow-canonical")
     assert made.code == 0, made

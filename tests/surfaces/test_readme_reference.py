@@ -55,7 +55,7 @@ def test_rows_follow_click_params() -> None:
     """Arguments upper case, options by their long name, flags bare, `|` escaped, --json left out."""
     table = command_table()
     assert "| `dory get PATH [--from N] [--lines N]` |" in table
-    assert "`dory search QUERY [--mode MODE] [--corpus durable\\|sessions\\|all] [--limit N]" in table
+    assert "`dory search QUERY [--mode MODE] [--in durable\\|sessions\\|all] [--limit N]" in table
     assert "`dory context mark MESSAGE_ID --weight N [--session SESSION]` |" in table
     assert "`dory context remind IDS... [--session SESSION]`" in table
     assert "[--type TYPE...]" in table and "[--set KEY=VALUE...]" in table
@@ -219,7 +219,7 @@ def test_the_docs_scan_finds_and_rejects_commands() -> None:
     text = (
         "Run `dory serch x` or `` see `dory sessions frob` ``, then\n"
         "```sh\n"
-        "dory --corpus ./c search 'q' -k 3 --json --corpus all  # fine\n"
+        "dory --corpus ./c search 'q' -k 3 --json --in all  # fine\n"
         "dory proposals ; dory ops run maintain --bogus\n"
         "```\n"
         'JSON `{"command": "dory wake --profile coding"}` and `dory write p --file - --set k=v`\n'
@@ -229,7 +229,7 @@ def test_the_docs_scan_finds_and_rejects_commands() -> None:
     assert [(number, line) for number, line, _ in found] == [
         (1, "dory serch x"),
         (1, "dory sessions frob"),
-        (3, "dory --corpus ./c search 'q' -k 3 --json --corpus all"),
+        (3, "dory --corpus ./c search 'q' -k 3 --json --in all"),
         (4, "dory proposals"),
         (4, "dory ops run maintain --bogus"),
         (6, "dory wake --profile coding"),

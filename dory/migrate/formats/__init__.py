@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dory.errors import UsageError
 from dory.memory.entities import slugify
-from dory.migrate.formats import generic, obsidian
+from dory.migrate.formats import generic, logseq, obsidian
 from dory.migrate.model import Reader, SourceTreeLike
 
-READERS: list[Reader] = [obsidian.ObsidianReader(), generic.GenericReader()]
+READERS: list[Reader] = [logseq.LogseqReader(), obsidian.ObsidianReader(), generic.GenericReader()]
 
 
 def names() -> list[str]:

@@ -263,3 +263,25 @@ def test_logseq_docs_links_resolve_after_import(
         assert not [line for line in code_masked(doc.lines, doc.body_start) if left.search(line)], note
     again = migrate(src)
     assert again.created == 0 and again.skipped_unchanged == 818
+
+
+def test_a_page_whose_name_is_taken_in_the_corpus_is_suffixed_and_links_follow(
+    tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService
+) -> None:
+    src = tmp_path / "g"
+    for rel, text in {
+        "pages/Alpha.md": "- see [[Beta]]\n",
+        "pages/Beta.md": "- beta\n",
+        "journals/2024_01_01.md": "- x\n",
+    }.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    mine = corpus / "knowledge/g/Beta.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("my own Beta\n")
+    res = migrate(src)
+    assert [(c.wanted, c.used) for c in res.clashes] == [("knowledge/g/Beta.md", "knowledge/g/Beta (2).md")]
+    assert mine.read_text() == "my own Beta\n"
+    assert (corpus / "knowledge/g/Alpha.md").read_text().endswith("- see [[knowledge/g/Beta (2)|Beta]]\n")
+    links = note_links(service, "knowledge/g/")
+    assert (links.resolved, links.broken) == (1, 0)

@@ -5,9 +5,10 @@ Decisions:
 - Notes are copied as written, frontmatter included (aliases, tags and `[[wikilink]]` values kept as
   Obsidian wrote them), to their relative path in the vault under the destination folder
   (`knowledge/<vault name>` by default). Only links that would not find their target after the
-  import are rewritten (links.py says how Obsidian finds them):
+  import are rewritten (obsidian_links.py says how Obsidian finds them):
   - a link to a note is rewritten to the note's full corpus path only when Dory would not reach that
-    note from what is written (the file got a safe name, or another note would win the name);
+    note from what is written (the file got a safe name, cut to 120 bytes, or its name met another
+    file's and took a ` (2)` suffix, or another note would win the name);
   - a link or embed of an attachment (image, PDF, `.base`, `.canvas`, any file that is not a note)
     always points at the copied file by its full corpus path, so it renders wherever the corpus is
     opened (Obsidian finds attachments by bare file name; Dory does not index attachment links);

@@ -122,6 +122,7 @@ class Reader(Protocol):
 
 class SourceTreeLike(Protocol):
     label: str  # a short name for the source (the folder's or file's stem), slug material
+    hidden_dirs: set[str]  # hidden folders the file list leaves out (`.obsidian`, `vault/.git`)
 
     def files(self) -> Iterator[SourceFile]: ...
 

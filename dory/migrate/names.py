@@ -11,15 +11,15 @@ MAX_NAME_BYTES = 120  # leaves room for a clash suffix and a temp prefix under N
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|#^\[\]]')
 
 
-def safe_name(text: str, fallback: str = "untitled") -> str:
+def safe_name(text: str, fallback: str = "untitled", limit: int = MAX_NAME_BYTES) -> str:
     """One path part from a title: no separators, no characters Windows or wikilinks refuse, no
-    leading dot, at most MAX_NAME_BYTES of UTF-8."""
+    leading dot, at most `limit` bytes of UTF-8 (MAX_NAME_BYTES unless an extension follows)."""
     name = unicodedata.normalize("NFC", text)
     name = _UNSAFE.sub(" ", name)
     name = " ".join(name.split()).strip(" .")
     encoded = name.encode("utf-8")
-    if len(encoded) > MAX_NAME_BYTES:
-        name = encoded[:MAX_NAME_BYTES].decode("utf-8", "ignore").strip(" .")
+    if len(encoded) > limit:
+        name = encoded[:limit].decode("utf-8", "ignore").strip(" .")
     return name or fallback
 
 

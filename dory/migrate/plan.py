@@ -56,6 +56,7 @@ class Plan:
     llm_inputs: list[int] = field(default_factory=list)  # characters of each LLM request (llm_claims.py)
     _taken: set[str] = field(default_factory=set)  # final paths of this run, case-folded
     _keys: set[str] = field(default_factory=set)
+    _proposed: set[str] = field(default_factory=set)  # paths items of this run proposed, case-folded
 
     def add(self, found: Item | ItemProblem) -> bool:
         """Count an item and plan its files; True when this run will write it."""
@@ -69,6 +70,7 @@ class Plan:
         self.items[found.kind] += 1
         self.observations.extend(found.observations)
         if not self._is_new(found):
+            self._proposed.update(out.path.casefold() for out in found.outputs)
             self._follow(found)
             return False
         ours = self._promised(found.key)
@@ -130,9 +132,11 @@ class Plan:
             n += 1
             final = with_suffix(proposed, n)
         if final != proposed:
-            self.renames[proposed] = final
+            if proposed.casefold() not in self._proposed:  # links to a path follow its first claimant
+                self.renames[proposed] = final
             why = "an earlier item of this run" if proposed.casefold() in self._taken else "an existing file"
             self.clashes.append(MigrateClash(wanted=proposed, used=final, reason=f"the name is taken by {why}"))
+        self._proposed.add(proposed.casefold())
         self._taken.add(final.casefold())
         return final
 

@@ -8,7 +8,8 @@ that cannot be read (truncated, not a zip) is one problem and the rest of the tr
 are read only when a reader asks, one at a time, so memory holds one file, never the export.
 
 Skipped as noise in every tree: `__MACOSX/`, `.DS_Store`, `Thumbs.db`, and hidden folders (`.git`,
-`.obsidian`, `.trash`) except where a reader asks for them by path.
+`.obsidian`, `.trash`), whose paths are kept in `hidden_dirs` (a folder like `.obsidian/` is a
+format's signature; its files are app settings, never imported).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class SourceTree:
     root: Path
     label: str
     problems: list[ItemProblem] = field(default_factory=list)
+    hidden_dirs: set[str] = field(default_factory=set)  # hidden folders seen and skipped: `.obsidian`, `v/.git`
     archives: list[zipfile.ZipFile] = field(default_factory=list)
     _files: dict[str, SourceFile] = field(default_factory=dict)
 
@@ -118,7 +120,15 @@ def _file_streamer(path: Path, size: int) -> Callable[[], IO[bytes]]:
 
 def _add_folder(tree: SourceTree, root: Path) -> None:
     for folder, dirs, names in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not Path(folder, d).is_symlink())
+        kept = []
+        for name in sorted(dirs):
+            if Path(folder, name).is_symlink():
+                continue
+            if name.startswith("."):  # never walked: a `.git` folder can hold more files than the notes
+                tree.hidden_dirs.add(Path(folder, name).relative_to(root).as_posix())
+            else:
+                kept.append(name)
+        dirs[:] = kept
         for name in sorted(names):
             full = Path(folder, name)
             rel = full.relative_to(root).as_posix()
@@ -171,6 +181,7 @@ def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], dep
     total = 0
     for info in infos:
         rel = prefix + info.filename.replace("\\", "/")
+        _note_hidden(tree, prefix, info)
         if info.is_dir() or is_noise(info.filename):
             continue
         problem = _member_problem(info)
@@ -185,6 +196,16 @@ def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], dep
             _add_zip(tree, rel + NESTED, lambda reader=reader: io.BytesIO(reader()), depth + 1)  # type: ignore[misc]
         else:
             tree.add(SourceFile(rel, info.file_size, reader, _member_streamer(archive, info)))
+
+
+def _note_hidden(tree: SourceTree, prefix: str, info: zipfile.ZipInfo) -> None:
+    """Record the first hidden folder on a member's path (`v/.obsidian/app.json` → `v/.obsidian`)."""
+    parts = PurePosixPath(info.filename.replace("\\", "/")).parts
+    folders = parts if info.is_dir() else parts[:-1]
+    for n, part in enumerate(folders):
+        if part.startswith("."):
+            tree.hidden_dirs.add(prefix + "/".join(parts[: n + 1]))
+            return
 
 
 def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], bytes]:

@@ -16,9 +16,11 @@ from dory.migrate.formats import (
     evernote,
     generic,
     keep,
+    logseq,
     mcp_memory,
     mem0,
     notion,
+    obsidian,
     sessions_jsonl,
 )
 from dory.migrate.model import Reader, SourceTreeLike
@@ -32,6 +34,8 @@ READERS: list[Reader] = [
     bear.BearReader(),
     evernote.EvernoteReader(),
     keep.KeepReader(),
+    logseq.LogseqReader(),
+    obsidian.ObsidianReader(),
     sessions_jsonl.SessionsJsonlReader(),
     generic.GenericReader(),
 ]

@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import posixpath
+import re
 import tomllib
 from collections.abc import Iterator
 
@@ -23,7 +24,7 @@ import yaml
 
 from dory.memory.links import ATTACHMENTS
 from dory.migrate.model import Item, ItemProblem, Output, ReadContext, SourceFile, SourceTreeLike, Yielded, digest_of
-from dory.migrate.names import safe_path
+from dory.migrate.names import MAX_NAME_BYTES, safe_name, safe_path
 from dory.migrate.text import NotText, decode, fence, note
 
 MARKDOWN = ("md", "markdown")
@@ -31,6 +32,7 @@ EVIDENCE = ("json", "jsonl", "ndjson", "yaml", "yml", "toml", "csv", "tsv", "txt
 BINARY_ATTACHMENTS = ATTACHMENTS | {"pdf", "docx", "xlsx", "pptx", "odt", "zip", "mov", "mp4", "m4a", "ogg"}
 MAX_EVIDENCE_BYTES = 2_000_000  # the indexer's default per-file limit: larger text would not be searchable
 MAX_CSV_ROWS = 2000
+_EXTENSION = re.compile(r"\.[A-Za-z0-9_+-]{1,16}")
 
 
 class GenericReader:
@@ -45,12 +47,15 @@ class GenericReader:
 
 
 def target_path(into: str, rel: str, ext: str | None = None) -> str:
-    """Where a source file lands: its relative path (each part made safe) under `into`."""
-    parts = rel.replace("!/", "/").split("/")
-    path = safe_path(parts)
-    if ext is not None:
-        path = posixpath.splitext(path)[0] + ext
-    return posixpath.join(into, path)
+    """Where a source file lands: its relative path (each part made safe) under `into`, with its
+    extension, or `ext` in its place. A name too long is cut before the extension, never through it."""
+    parts = [part for part in rel.replace("!/", "/").split("/") if part not in ("", ".", "..")] or ["untitled"]
+    stem, own = posixpath.splitext(parts[-1])
+    if not _EXTENSION.fullmatch(own):  # `Dr. Who` has no extension `. Who`
+        stem, own = parts[-1], ""
+    suffix = own if ext is None else ext
+    name = safe_name(stem, limit=MAX_NAME_BYTES - len(suffix.encode("utf-8"))) + suffix
+    return posixpath.join(into, *([safe_path(parts[:-1])] if len(parts) > 1 else []), name)
 
 
 def read_file(file: SourceFile, into: str, ctx: ReadContext) -> Yielded:

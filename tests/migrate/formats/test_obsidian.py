@@ -89,11 +89,10 @@ def test_vault_notes_are_copied_and_only_attachment_links_change(
     src = _vault(tmp_path)
     res = migrate(src)
     assert (res.format, res.into) == ("obsidian", "knowledge/vault")
-    assert res.items == {"note": 6, "attachment": 4}
+    assert res.items == {"note": 6, "attachment": 4, "evidence": 1}  # LICENSE: text without an extension
     assert sorted((p.source, p.code) for p in res.problems) == [
         ("Bin.md", "bad_encoding"),
         ("Broken.md", "bad_frontmatter"),
-        ("LICENSE", "unknown_format"),
     ]
     out = corpus / "knowledge/vault"
     assert (out / "Home.md").read_text() == HOME_AFTER
@@ -173,11 +172,11 @@ def test_obsidian_is_not_claimed_without_its_settings_folder(tmp_path: Path, mig
 def test_kepano_vault_counts_in_a_dry_run(samples: Path, migrate: Migrate) -> None:
     res = migrate(samples / "obsidian/kepano-obsidian", dry_run=True)
     assert (res.format, res.into) == ("obsidian", "knowledge/kepano-obsidian")
-    # 103 notes (98 + Templates), 1 image, 30 .base files; LICENSE has no reader; the 28 templates
+    # 103 notes (98 + Templates), 1 image, 30 .base files; LICENSE is text evidence; the 28 templates
     # hold `{{date}}` placeholders, not YAML, in their frontmatter.
-    assert res.items == {"note": 103, "attachment": 31}
+    assert res.items == {"note": 103, "attachment": 31, "evidence": 1}
     codes = [p.code for p in res.problems]
-    assert codes.count("bad_frontmatter") == 28 and codes.count("unknown_format") == 1 and len(codes) == 29
+    assert codes.count("bad_frontmatter") == 28 and len(codes) == 28
 
 
 @pytest.mark.slow

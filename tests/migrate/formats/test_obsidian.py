@@ -115,7 +115,7 @@ def test_vault_notes_are_copied_and_only_attachment_links_change(
 
     before = tree_hashes(corpus)
     again = migrate(src)
-    assert again.run is None and again.created == 0 and again.skipped_unchanged == 10
+    assert again.run is None and again.created == 0 and again.skipped_unchanged == 11
     assert tree_hashes(corpus) == before
 
 
@@ -195,4 +195,4 @@ def test_kepano_vault_links_resolve_after_import(
     embeds = attachment_links(corpus, "knowledge/kepano-obsidian/")
     assert (embeds.resolved, embeds.broken) == (61, 0)  # `![[X.base#View]]` embeds, all to the copies
     again = migrate(src)
-    assert again.created == 0 and again.skipped_unchanged == 134
+    assert again.created == 0 and again.skipped_unchanged == 135

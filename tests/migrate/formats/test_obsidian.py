@@ -185,7 +185,7 @@ def test_kepano_vault_links_resolve_after_import(
 ) -> None:
     src = samples / "obsidian/kepano-obsidian"
     res = migrate(src)
-    assert res.created == 134
+    assert res.created == 135
     links = note_links(service, "knowledge/kepano-obsidian/")
     vault_stems = {p.stem.lower() for p in src.rglob("*.md")}
     # Every broken link names a note the vault itself does not hold (Obsidian shows them as

@@ -36,6 +36,7 @@ from typing import Any
 
 from dory.migrate.entities import name_key
 from dory.migrate.formats.generic import evidence, read_file
+from dory.migrate.formats.sniff import sniff
 from dory.migrate.model import (
     Item,
     ItemProblem,
@@ -49,8 +50,6 @@ from dory.migrate.model import (
 from dory.migrate.text import NotText, decode
 
 SUFFIXES = ("jsonl", "json", "ndjson")
-DETECT_MAX_BYTES = 64 * 1024 * 1024  # larger files are not opened just to guess the format
-DETECT_MAX_FILES = 50
 _PERSON = {"person", "persons", "people", "user", "users", "human", "individual", "contact"}
 _PROJECT = {"project", "projects", "repo", "repos", "repository", "repositories", "product", "products"}
 _DECISION = {"decision", "decisions"}
@@ -71,16 +70,7 @@ class McpMemoryReader:
     folder = "references/mcp-memory"
 
     def detect(self, tree: SourceTreeLike) -> int:
-        checked = 0
-        for file in tree.files():
-            if file.suffix not in SUFFIXES or file.size > DETECT_MAX_BYTES:
-                continue
-            checked += 1
-            if _graph_text(file) is not None:
-                return 20
-            if checked >= DETECT_MAX_FILES:
-                break
-        return 0
+        return 20 if sniff(tree, SUFFIXES, lambda file: _graph_text(file) is not None) else 0
 
     def read(self, tree: SourceTreeLike, ctx: ReadContext) -> Iterator[Yielded]:
         for file in tree.files():

@@ -35,6 +35,7 @@ from typing import Any
 
 from dory.migrate.entities import name_key
 from dory.migrate.formats.generic import evidence, read_file
+from dory.migrate.formats.sniff import sniff
 from dory.migrate.model import (
     Item,
     ItemProblem,
@@ -47,8 +48,6 @@ from dory.migrate.model import (
 )
 from dory.migrate.text import NotText, decode
 
-DETECT_MAX_BYTES = 64 * 1024 * 1024
-DETECT_MAX_FILES = 50
 _PREFERS = re.compile(r"^(prefers|likes|loves|dislikes|hates|enjoys|favou?rite)\b", re.IGNORECASE)
 _OWNERS = (("user_id", "person"), ("agent_id", "concept"), ("app_id", "concept"))
 
@@ -58,16 +57,7 @@ class Mem0Reader:
     folder = "references/mem0"
 
     def detect(self, tree: SourceTreeLike) -> int:
-        checked = 0
-        for file in tree.files():
-            if file.suffix != "json" or file.size > DETECT_MAX_BYTES:
-                continue
-            checked += 1
-            if _export(file) is not None:
-                return 20
-            if checked >= DETECT_MAX_FILES:
-                break
-        return 0
+        return 20 if sniff(tree, ("json",), lambda file: _export(file) is not None) else 0
 
     def read(self, tree: SourceTreeLike, ctx: ReadContext) -> Iterator[Yielded]:
         for file in tree.files():

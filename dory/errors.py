@@ -378,6 +378,49 @@ class RateLimited(DoryError):
     exit_code = 10
 
 
+# -- systemd user units (`dory ops install-units`) --------------------------------------------------
+
+
+class InvalidUnitName(InvalidInput):
+    """An instance name systemd or the file system would read otherwise: letters, digits, `_`, `.` and
+    `-` only, starting with a letter or digit, at most 64 characters."""
+
+    code = "invalid_unit_name"
+
+
+class UnitPathUnsupported(InvalidInput):
+    """A path a unit or its environment file cannot hold as is (a newline or other control character,
+    a quote the file's syntax reserves, bytes that are not UTF-8)."""
+
+    code = "unit_path_unsupported"
+
+
+class UnitFileNotOurs(AlreadyExists):
+    """A unit file Dory would write is already there and Dory did not write it (or it was edited
+    since): it is left alone unless --force."""
+
+    code = "unit_file_not_ours"
+
+
+class UnitNameTaken(AlreadyExists):
+    """The instance name already serves another corpus (its environment file names that corpus)."""
+
+    code = "unit_name_taken"
+
+
+class SystemdUnavailable(BackendUnavailable):
+    """No `systemctl`, or no systemd user manager to talk to (no user bus): the files are written,
+    the units are not enabled."""
+
+    code = "systemd_unavailable"
+
+
+class SystemctlFailed(DoryError):
+    """`systemctl --user` was reached but refused a command (`details.stderr` says why)."""
+
+    code = "systemctl_failed"
+
+
 def error_classes() -> list[type[DoryError]]:
     """DoryError and all its subclasses, parents before children (the table surfaces document)."""
     found: list[type[DoryError]] = []

@@ -82,6 +82,12 @@ TABLE = {
     "RequestTooLarge": ("request_too_large", 413, 4),
     "RateLimited": ("rate_limited", 429, 10),
     "JobFailed": ("job_failed", 500, 1),
+    "InvalidUnitName": ("invalid_unit_name", 400, 4),
+    "UnitPathUnsupported": ("unit_path_unsupported", 400, 4),
+    "UnitFileNotOurs": ("unit_file_not_ours", 409, 7),
+    "UnitNameTaken": ("unit_name_taken", 409, 7),
+    "SystemdUnavailable": ("systemd_unavailable", 503, 5),
+    "SystemctlFailed": ("systemctl_failed", 500, 1),
 }
 
 

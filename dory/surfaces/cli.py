@@ -26,6 +26,7 @@ from dory.surfaces import (
     migrate_cli,
     render,
     sessions_cli,
+    units_cli,
 )
 from dory.surfaces.clikit import Result, command, emit_error, service
 from dory.surfaces.progress import terminal_progress
@@ -239,7 +240,7 @@ def ops() -> None:
     "--foreground",
     is_flag=True,
     default=True,
-    help="run in this terminal (the default; use systemd to run it in the background: scripts/install-systemd.sh)",
+    help="run in this terminal (the default; to run it in the background under systemd: dory ops install-units)",
 )
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="default: daemon.log_level")
 @click.option("--log-file", help="also append logs to this file")
@@ -300,6 +301,9 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     with service(ctx) as svc:
         res = svc.run_job(req)
     return res.model_dump(mode="json"), lambda: render.job_run(res)
+
+
+ops.add_command(units_cli.install_units)
 
 
 @cli.group()

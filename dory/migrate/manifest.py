@@ -8,7 +8,8 @@ undo and idempotency survive deleting the index. Lines, in the order a run write
   the first output is created, so after a crash the run knows exactly which files may be its own;
 - `done`: every output of that item is in place;
 - `problem`: a source thing that was not imported, and why;
-- `finished`: the run's counts; a run without it was interrupted and resumes when run again;
+- `finished`: the run's counts, written after its report; a run without it was interrupted and
+  resumes when run again;
 - `undone`: `dory migrate undo` removed what the run created (the kept files are listed).
 
 A line cut short by a crash is ignored when the file is read (its item was never `done`).
@@ -112,6 +113,15 @@ def runs(corpus: Path) -> list[RunRecord]:
         return []
     found = [read(path) for path in sorted(base.glob(f"*{SUFFIX}"))]
     return sorted((r for r in found if r is not None), key=lambda r: (str(r.header.get("started")), r.run))
+
+
+def finish(corpus: Path, run: str, created: int, problems: int) -> None:
+    """Mark the run finished: its files, its report and their indexing are all done."""
+    writer = ManifestWriter(manifest_path(corpus, run))
+    try:
+        writer.write({"t": "finished", "created": created, "problems": problems}, sync=True)
+    finally:
+        writer.close()
 
 
 class ManifestWriter:

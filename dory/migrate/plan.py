@@ -4,7 +4,9 @@ The plan decides final paths before anything is written, so a name that is taken
 in the corpus, or an earlier item of the same run) gets a suffix (`Name (2).md`) and every wikilink
 of the run can be rewritten to it in the second pass. An item an earlier run imported with the same
 content is skipped; one whose content changed is imported again under a new name and counted.
-An interrupted run that is resumed keeps the paths its manifest already promised.
+An interrupted run that is resumed keeps the paths its manifest already promised, and plans the
+items it already wrote again without writing them: its renames, clashes and counts are those of the
+whole run, and a later item links to an earlier one's final name as it would have without the crash.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class Entry:
     kind: str
     finals: list[str]  # the final path of each output, in output order
     resumed: bool = False  # paths taken from an interrupted attempt's intent
+    # Written by an interrupted attempt of this very run: planned again (so the run's renames, clashes
+    # and counts are whole and later items link to it right) but not written again.
+    done: bool = False
 
 
 @dataclass
@@ -69,7 +74,8 @@ class Plan:
         self._keys.add(found.key)
         self.items[found.kind] += 1
         self.observations.extend(found.observations)
-        if not self._is_new(found):
+        done = self._done_before(found)
+        if not done and not self._is_new(found):
             self._proposed.update(out.path.casefold() for out in found.outputs)
             self._follow(found)
             return False
@@ -82,8 +88,12 @@ class Plan:
             finals.append(final)
         for final in finals:
             self.destinations[final.split("/", 1)[0]] += 1
-        self.entries[found.key] = Entry(found.key, found.digest, found.kind, finals, resumed=bool(ours))
-        return True
+        self.entries[found.key] = Entry(found.key, found.digest, found.kind, finals, resumed=bool(ours), done=done)
+        return not done
+
+    def to_write(self) -> int:
+        """How many items the write pass has left to write."""
+        return sum(1 for entry in self.entries.values() if not entry.done)
 
     def _screened(self, out: Output) -> str:
         """The output's path, or its place under quarantine when its text is aimed at agents."""
@@ -97,10 +107,12 @@ class Plan:
         self.quarantined.append(MigrateQuarantined(path=path, reason=found[0].message))
         return path
 
+    def _done_before(self, item: Item) -> bool:
+        done = self.resumed is not None and self.resumed.done.get(item.key) == item.digest
+        self.already_done += done
+        return done
+
     def _is_new(self, item: Item) -> bool:
-        if self.resumed is not None and self.resumed.done.get(item.key) == item.digest:
-            self.already_done += 1
-            return False
         before = self.prior.get(item.key)
         if before == item.digest:
             self.skipped_unchanged += 1

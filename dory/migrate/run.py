@@ -5,7 +5,8 @@ file goes (a dry run stops there), the write pass creates the files. Memory hold
 keys and digests) and the entity observations, never the export. Each item is written as
 intent (fsynced manifest line) → its files, each created exclusively (never over anything) →
 done, so a run killed anywhere resumes where it stopped without a duplicate or a gap (see
-manifest.py). Indexing goes through `index_paths` (the index's owner) in batches as files land.
+manifest.py); the run is marked finished only once its report is written and indexed. Indexing
+goes through `index_paths` (the index's owner) in batches as files land.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dory.corpus.atomic import create_exclusive, file_hash, sha256_of
+from dory.corpus.atomic import create_exclusive, file_hash, repair_leftovers, sha256_of
 from dory.corpus.faults import crash_point
 from dory.errors import AlreadyExists, InvalidInput, NotFound, UsageError
 from dory.migrate import formats, llm_claims, manifest, report
@@ -91,8 +92,10 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
         header = {"t": "run", "run": run_id, "source": str(resolved), "format": reader.name, "into": into}
         response.run = run_id
         response.created = _write(tree, reader, ctx, plan, opts, header | {"started": now}, resumed)
+        # The report before `finished`: a run killed before its report is resumed, and writes it then.
         response.report = report.write(opts.corpus, run_id, response, plan)
         opts.index_paths([response.report])
+        manifest.finish(opts.corpus, run_id, response.created, len(plan.problems))
     response.seconds = round(time.monotonic() - started, 3)
     return response
 
@@ -193,19 +196,27 @@ def _write(
     header: dict[str, Any],
     resumed: RunRecord | None,
 ) -> int:
+    """The write pass. Returns how many files the run created (an interrupted attempt's included)."""
     path = manifest.manifest_path(opts.corpus, str(header["run"]))
     writer = ManifestWriter(path)
-    created = 0
+    # What an interrupted attempt finished is counted, and indexed again: it may have been killed
+    # before its last batch reached the index.
+    written = [final for entry in plan.entries.values() if entry.done for final in entry.finals]
+    for start in range(0, len(written), INDEX_BATCH):
+        opts.index_paths(written[start : start + INDEX_BATCH])
+    created = len(written)
     pending: list[str] = []
     try:
         if resumed is None:
             writer.write(header, sync=True)
+        else:
+            _remove_leftovers(opts.corpus, resumed)
         seen_problems = {(p.get("source"), p.get("code")) for p in resumed.problems} if resumed else set()
         for p in plan.problems:
             if (p.source, p.code) not in seen_problems:
                 writer.write({"t": "problem", "source": p.source, "code": p.code, "message": p.message})
         items = _planned_items(tree, reader, ctx, plan, opts)
-        total = len(plan.entries)
+        total = plan.to_write()
         for n, item in enumerate(items, 1):
             paths = _write_item(item, plan, opts.corpus, writer)
             created += len(paths)
@@ -216,20 +227,32 @@ def _write(
             opts.progress("writing", n, total)
         if pending:
             opts.index_paths(pending)
-        writer.write({"t": "finished", "created": created, "problems": len(plan.problems)}, sync=True)
     finally:
         writer.close()
     return created
 
 
+def _remove_leftovers(corpus: Path, resumed: RunRecord) -> None:
+    """Temporary files a killed attempt left beside the files it was creating and beside its report
+    (their process is gone, so they are certainly leftovers): removed before the run goes on."""
+    folders = {(corpus / out.path).parent for out in resumed.created()} | {manifest.folder(corpus)}
+    for folder in sorted(folders):
+        repair_leftovers(folder)
+
+
 def _planned_items(tree: SourceTree, reader: Reader, ctx: ReadContext, plan: Plan, opts: RunOptions) -> Iterator[Item]:
     """The second pass: the items the plan kept, in source order, then the compiled entities."""
     for found in _read(tree, reader, ctx):
-        if isinstance(found, Item) and found.key in plan.entries:
+        if isinstance(found, Item) and _to_write(plan, found):
             yield found
     for item in compile_entities(plan.observations, ctx, opts.entities):
-        if item.key in plan.entries:
+        if _to_write(plan, item):
             yield item
+
+
+def _to_write(plan: Plan, item: Item) -> bool:
+    entry = plan.entries.get(item.key)
+    return entry is not None and not entry.done
 
 
 def _write_item(item: Item, plan: Plan, corpus: Path, writer: ManifestWriter) -> list[str]:

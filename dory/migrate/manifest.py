@@ -4,8 +4,9 @@ It lives in the corpus (`references/reports/migrations/<run>.manifest.jsonl`), n
 undo and idempotency survive deleting the index. Lines, in the order a run writes them:
 
 - `run`: the run's id, source, format, destination folder and start time (first line);
-- `intent`: an item about to be written, with every output's final path and hash; fsynced before
-  the first output is created, so after a crash the run knows exactly which files may be its own;
+- `intent`: an item about to be written, with every output's final path and hash and the folders
+  its files will create; fsynced before the first output is created, so after a crash the run
+  knows exactly which files (and folders) may be its own;
 - `done`: every output of that item is in place;
 - `problem`: a source thing that was not imported, and why;
 - `finished`: the run's counts, written after its report; a run without it was interrupted and
@@ -47,6 +48,7 @@ class RunRecord:
     header: dict[str, Any]
     intents: dict[str, tuple[str, list[Planned]]] = field(default_factory=dict)  # key -> (digest, outputs)
     done: dict[str, str] = field(default_factory=dict)  # key -> digest
+    folders: set[str] = field(default_factory=set)  # folders the run's files may have created
     problems: list[dict[str, Any]] = field(default_factory=list)
     finished: dict[str, Any] | None = None
     undone: dict[str, Any] | None = None
@@ -85,6 +87,7 @@ def _apply(record: RunRecord, line: dict[str, Any]) -> None:
     if kind == "intent":
         outputs = [Planned(o["path"], o["sha256"], o.get("role", "note")) for o in line.get("outputs", [])]
         record.intents[line["key"]] = (line["digest"], outputs)
+        record.folders.update(str(folder) for folder in line.get("folders", []))
     elif kind == "done":
         record.done[line["key"]] = line["digest"]
     elif kind == "problem":
@@ -142,9 +145,12 @@ class ManifestWriter:
         if sync:
             os.fsync(self._handle.fileno())
 
-    def intent(self, key: str, digest: str, outputs: list[Planned]) -> None:
+    def intent(self, key: str, digest: str, outputs: list[Planned], folders: list[str] | None = None) -> None:
         planned = [{"path": o.path, "sha256": o.sha256, "role": o.role} for o in outputs]
-        self.write({"t": "intent", "key": key, "digest": digest, "outputs": planned}, sync=True)
+        line: dict[str, Any] = {"t": "intent", "key": key, "digest": digest, "outputs": planned}
+        if folders:
+            line["folders"] = folders
+        self.write(line, sync=True)
         crash_point("migrate.intent")
 
     def done(self, key: str, digest: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import posixpath
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -265,7 +266,7 @@ def _write_item(item: Item, plan: Plan, corpus: Path, writer: ManifestWriter) ->
         Planned(path, sha256_of(data), out.role)
         for path, data, out in zip(entry.finals, datas, item.outputs, strict=True)
     ]
-    writer.intent(item.key, item.digest, planned)
+    writer.intent(item.key, item.digest, planned, _missing_folders(corpus, entry.finals))
     for n, (out, data) in enumerate(zip(planned, datas, strict=True)):
         final = _create(corpus, out.path, data, plan)
         if final != out.path:  # taken since the plan: record where it went instead
@@ -274,6 +275,18 @@ def _write_item(item: Item, plan: Plan, corpus: Path, writer: ManifestWriter) ->
         crash_point("migrate.output")
     writer.done(item.key, item.digest)
     return [out.path for out in planned]
+
+
+def _missing_folders(corpus: Path, paths: list[str]) -> list[str]:
+    """The folders creating these files will make: recorded with the intent, so undo removes the
+    folders the run made once they are empty, and never a folder that was there before."""
+    missing: set[str] = set()
+    for rel in paths:
+        folder = posixpath.dirname(rel)
+        while folder and folder not in missing and not (corpus / folder).is_dir():
+            missing.add(folder)
+            folder = posixpath.dirname(folder)
+    return sorted(missing)
 
 
 def _create(corpus: Path, rel: str, data: bytes, plan: Plan) -> str:

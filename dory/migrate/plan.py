@@ -11,6 +11,7 @@ whole run, and a later item links to an earlier one's final name as it would hav
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from dory.memory import safety
 from dory.migrate.manifest import RunRecord
 from dory.migrate.model import Item, ItemProblem, Observation, Output
 from dory.migrate.names import with_suffix
-from dory.models import MigrateClash, MigrateProblem, MigrateQuarantined
+from dory.models import MigrateClash, MigrateNote, MigrateProblem, MigrateQuarantined
 
 QUARANTINE = "inbox/quarantine/migrations"
 # What sends an imported note to quarantine instead of memory: text aimed at an agent reading it.
@@ -53,6 +54,7 @@ class Plan:
     renames: dict[str, str] = field(default_factory=dict)  # proposed path -> final path
     clashes: list[MigrateClash] = field(default_factory=list)
     quarantined: list[MigrateQuarantined] = field(default_factory=list)
+    notes: list[MigrateNote] = field(default_factory=list)  # Item.note of the items this run imports
     problems: list[MigrateProblem] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
     skipped_unchanged: int = 0
@@ -62,6 +64,7 @@ class Plan:
     _taken: set[str] = field(default_factory=set)  # final paths of this run, case-folded
     _keys: set[str] = field(default_factory=set)
     _proposed: set[str] = field(default_factory=set)  # paths items of this run proposed, case-folded
+    _not_folders: dict[str, bool] = field(default_factory=dict)  # corpus folder -> a file (or dead link) is there
 
     def add(self, found: Item | ItemProblem) -> bool:
         """Count an item and plan its files; True when this run will write it."""
@@ -71,6 +74,15 @@ class Plan:
         if found.key in self._keys:
             self.problems.append(MigrateProblem(source=found.source, code="duplicate_item", message=found.key))
             return False
+        unsafe = [out.path for out in found.outputs if not is_corpus_path(out.path)]
+        if unsafe:  # a reader's bug must never write outside the corpus nor into its hidden folders
+            self.problems.append(MigrateProblem(source=found.source, code="unsafe_path", message=repr(unsafe[0])))
+            return False
+        blocked = [out.path for out in found.outputs if self._blocked(out.path)]
+        if blocked:
+            why = f"the corpus has a file where a folder of {blocked[0]!r} should be"
+            self.problems.append(MigrateProblem(source=found.source, code="path_blocked", message=why))
+            return False
         self._keys.add(found.key)
         self.items[found.kind] += 1
         self.observations.extend(found.observations)
@@ -79,6 +91,8 @@ class Plan:
             self._proposed.update(out.path.casefold() for out in found.outputs)
             self._follow(found)
             return False
+        if found.note:
+            self.notes.append(MigrateNote(source=found.source, note=found.note))
         ours = self._promised(found.key)
         finals = []
         for out in found.outputs:
@@ -94,6 +108,19 @@ class Plan:
     def to_write(self) -> int:
         """How many items the write pass has left to write."""
         return sum(1 for entry in self.entries.values() if not entry.done)
+
+    def _blocked(self, path: str) -> bool:
+        """A folder on the way to `path` is a file (or a dangling link) in the corpus: nothing can be
+        created there, and a suffix on the file's name would not help."""
+        folder = posixpath.dirname(path)
+        while folder:
+            if folder not in self._not_folders:
+                where = self.corpus / folder
+                self._not_folders[folder] = (where.exists() or where.is_symlink()) and not where.is_dir()
+            if self._not_folders[folder]:
+                return True
+            folder = posixpath.dirname(folder)
+        return False
 
     def _screened(self, out: Output) -> str:
         """The output's path, or its place under quarantine when its text is aimed at agents."""
@@ -165,6 +192,12 @@ class Plan:
 
     def fresh_path(self, proposed: str) -> str:
         return self._final(proposed, set())
+
+
+def is_corpus_path(path: str) -> bool:
+    """A relative path of plain names, none hidden: it stays inside the corpus and out of `.dory`."""
+    parts = path.split("/")
+    return not any(p in ("", ".", "..") or p.startswith(".") for p in parts) and not {"\\", "\x00"} & set(path)
 
 
 _LINK = re.compile(r"(!?\[\[)([^\]|#\n]+)([\]|#])")

@@ -74,6 +74,7 @@ def render(response: MigrateResponse, plan: Plan | None = None) -> str:
             for e in response.entities
         ],
     )
+    lines += _section("Imported with a note", [f"- `{n.source}`: {n.note}" for n in response.notes])
     lines += _section("Problems (not imported)", [f"- `{p.source}`: {p.code}: {p.message}" for p in response.problems])
     return "\n".join(lines)
 

@@ -60,7 +60,7 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
     resolved = source.resolve()
     if resolved.is_relative_to(opts.corpus.resolve()):
         raise InvalidInput("the source is inside the corpus; migrate from outside it", path=req.source)
-    with open_source(resolved) as tree:
+    with open_source(resolved, skip=opts.corpus.resolve()) as tree:
         reader = formats.get(req.from_format) if req.from_format else formats.detect(tree)
         into = _into(req, reader, tree)
         resumed = _resumable(opts.corpus, str(resolved), reader.name, into)
@@ -79,6 +79,7 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
             changed_since=plan.changed_since,
             clashes=plan.clashes,
             quarantined=plan.quarantined,
+            notes=plan.notes,
             entities=opts.entities.summary,
             problems=plan.problems,
         )
@@ -104,9 +105,11 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
 def _into(req: MigrateRequest, reader: Reader, tree: SourceTree) -> str:
     if req.into is None:
         return formats.default_into(reader, tree)
-    into = req.into.strip().strip("/")
+    into = req.into.strip().rstrip("/")
     parts = into.split("/")
-    if not into or any(p in ("", ".", "..") or p.startswith(".") for p in parts) or "\x00" in into:
+    # Relative, plain folder names only: `/x` or `C:\x` is a path on this machine, not in the corpus.
+    unsafe = any(p in ("", ".", "..") or p.startswith(".") or ":" in p for p in parts)
+    if not into or unsafe or "\x00" in into or "\\" in into:
         raise UsageError(f"--into must be a folder inside the corpus, like knowledge/imported: {req.into!r}")
     return into
 

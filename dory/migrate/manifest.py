@@ -49,6 +49,7 @@ class RunRecord:
     intents: dict[str, tuple[str, list[Planned]]] = field(default_factory=dict)  # key -> (digest, outputs)
     done: dict[str, str] = field(default_factory=dict)  # key -> digest
     folders: set[str] = field(default_factory=set)  # folders the run's files may have created
+    earlier: list[Planned] = field(default_factory=list)  # outputs of intents a later one replaced
     problems: list[dict[str, Any]] = field(default_factory=list)
     finished: dict[str, Any] | None = None
     undone: dict[str, Any] | None = None
@@ -56,6 +57,14 @@ class RunRecord:
     def created(self) -> list[Planned]:
         """Every output this run meant to create (whether or not its item was finished)."""
         return [out for _, outputs in self.intents.values() for out in outputs]
+
+    def replaced(self) -> list[Planned]:
+        """Outputs an item's earlier intent named at other paths: a file the run wrote before its
+        source changed and the resumed run wrote the new version beside it, or a name the write
+        found taken (someone else's file: it never holds the hash recorded here)."""
+        latest = {out.path for out in self.created()}
+        unique = {(out.path, out.sha256): out for out in self.earlier if out.path not in latest}
+        return list(unique.values())
 
     @property
     def state(self) -> str:
@@ -86,6 +95,8 @@ def _apply(record: RunRecord, line: dict[str, Any]) -> None:
     kind = line.get("t")
     if kind == "intent":
         outputs = [Planned(o["path"], o["sha256"], o.get("role", "note")) for o in line.get("outputs", [])]
+        if line["key"] in record.intents:
+            record.earlier += record.intents[line["key"]][1]
         record.intents[line["key"]] = (line["digest"], outputs)
         record.folders.update(str(folder) for folder in line.get("folders", []))
     elif kind == "done":

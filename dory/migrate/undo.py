@@ -1,6 +1,7 @@
 """`dory migrate undo RUN`: remove exactly the files a run created that nobody has edited since.
 
-A file is removed only when its bytes still hash to what the run wrote (recorded in the manifest).
+A file is removed only when its bytes still hash to what the run wrote (recorded in the manifest),
+the earlier version of an item whose source changed between two attempts of the run included.
 The check and the removal are one step as far as an editor can tell: the file is renamed aside,
 hashed again, and put back if it changed in between; an editor that saved a new file at the path
 meanwhile keeps it. Edited files are kept and listed; the claim events the run added disappear with
@@ -52,6 +53,13 @@ def undo(corpus: Path, req: MigrateUndoRequest) -> MigrateUndoResponse:
             response.removed.append(rel)
         else:
             _remove(target, rel, out.sha256, response)
+    for out in record.replaced():  # only where the file is still the run's own
+        target = corpus / out.path
+        if _inside(corpus, out.path) and file_hash(target) == out.sha256:
+            if req.dry_run:
+                response.removed.append(out.path)
+            else:
+                _remove(target, out.path, out.sha256, response)
     if req.dry_run:
         return response
     _remove_empty(corpus, record.folders)

@@ -13,7 +13,8 @@ undo and idempotency survive deleting the index. Lines, in the order a run write
   resumes when run again;
 - `undone`: `dory migrate undo` removed what the run created (the kept files are listed).
 
-A line cut short by a crash is ignored when the file is read (its item was never `done`).
+A line cut short by a crash, or damaged since, is ignored when the file is read (an item without
+its `done` line is simply written again).
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ def read(path: Path) -> RunRecord | None:
         return None
     record = RunRecord(run=first["run"], header=first)
     for line in lines:
-        _apply(record, line)
+        try:
+            _apply(record, line)
+        except (KeyError, TypeError, AttributeError):
+            continue  # a line damaged by hand or by a sync conflict: as if it were cut short
     return record
 
 

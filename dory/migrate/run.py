@@ -23,7 +23,7 @@ from typing import Any
 
 from dory.corpus.atomic import create_exclusive, file_hash, repair_leftovers, sha256_of
 from dory.corpus.faults import crash_point
-from dory.errors import AlreadyExists, InvalidInput, NotFound, UsageError
+from dory.errors import AlreadyExists, DoryError, InvalidInput, NotFound, UsageError, storage_error
 from dory.migrate import formats, llm_claims, manifest, report
 from dory.migrate.entities import EntityContext, compile_entities
 from dory.migrate.llm_claims import ClaimExtractor
@@ -93,13 +93,25 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
         run_id = resumed.run if resumed else _run_id(now, str(resolved))
         header = {"t": "run", "run": run_id, "source": str(resolved), "format": reader.name, "into": into}
         response.run = run_id
-        response.created = _write(tree, reader, ctx, plan, opts, header | {"started": now}, resumed)
-        # The report before `finished`: a run killed before its report is resumed, and writes it then.
-        response.report = report.write(opts.corpus, run_id, response, plan)
-        opts.index_paths([response.report])
-        manifest.finish(opts.corpus, run_id, response.created, len(plan.problems))
+        try:
+            response.created = _write(tree, reader, ctx, plan, opts, header | {"started": now}, resumed)
+            # The report before `finished`: a run killed before its report is resumed, and writes it then.
+            response.report = report.write(opts.corpus, run_id, response, plan)
+            opts.index_paths([response.report])
+            manifest.finish(opts.corpus, run_id, response.created, len(plan.problems))
+        except OSError as exc:  # a full disk, a read-only folder: the run stops here, resumable
+            raise _stopped(exc, opts.corpus, run_id) from exc
     response.seconds = round(time.monotonic() - started, 3)
     return response
+
+
+def _stopped(exc: OSError, corpus: Path, run_id: str) -> DoryError:
+    """The storage error (disk_full, permission_denied, …) of a run that stopped on a file system
+    error: what it wrote stays recorded, and the same migration run again resumes it."""
+    error = storage_error(exc, str(exc.filename or corpus))
+    error.message += f" (run {run_id} stopped there; run the same migration again to resume it)"
+    error.details["run"] = run_id
+    return error
 
 
 def _into(req: MigrateRequest, reader: Reader, tree: SourceTree) -> str:

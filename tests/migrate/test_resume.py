@@ -17,6 +17,7 @@ from support.migration import MINE, comparable, mixed_source, seed_corpus, temp_
 
 from dory.config import Settings, load_settings
 from dory.corpus.faults import FAULT_ENV
+from dory.errors import DoryError
 from dory.migrate import manifest
 from dory.migrate.manifest import RunRecord
 from dory.models import MigrateRequest, MigrateResponse, MigrateUndoRequest
@@ -172,3 +173,56 @@ def test_two_dory_processes_migrating_the_same_source_at_once_import_each_item_o
     reference = seed_corpus(tmp_path / "reference")
     migrate_here(reference, source)
     assert comparable(root) == comparable(reference)
+
+
+def failing_at(root: Path, source: Path, fault: str) -> str:
+    """Migrate in a forked child where the step `fault` names fails with an OSError; the child's
+    error code (or "ok")."""
+    outcome = root.parent / "outcome.txt"
+    pid = os.fork()
+    if pid == 0:
+        said = "ok"
+        try:
+            os.environ[FAULT_ENV] = fault
+            migrate_here(root, source)
+        except DoryError as exc:
+            said = exc.code
+        except BaseException as exc:
+            said = f"{type(exc).__name__}: {exc}"
+        outcome.write_text(said)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return outcome.read_text()
+
+
+def test_a_file_system_error_stops_the_run_with_its_code_and_the_next_run_resumes(tmp_path: Path) -> None:
+    source = mixed_source(tmp_path)
+    reference = seed_corpus(tmp_path / "reference")
+    migrate_here(reference, source)
+    faults = {
+        "migrate.intent#3=ENOSPC": "disk_full",
+        "create.temp-written#3=EACCES": "permission_denied",
+        "migrate.output#5=EROFS": "read_only",
+        "atomic.temp-written#0=ENOSPC": "disk_full",  # the report
+    }
+    for n, (fault, code) in enumerate(faults.items()):
+        root = seed_corpus(tmp_path / f"run-{n}" / "corpus")
+        assert failing_at(root, source, fault) == code, fault
+        (stopped,) = manifest.runs(root)
+        assert stopped.state == "interrupted", fault
+        again = migrate_here(root, source)
+        assert again.resumed and again.run == stopped.run, fault
+        assert comparable(root) == comparable(reference), fault
+        assert temp_leftovers(root) == [], fault
+
+
+def test_a_damaged_manifest_line_is_skipped_and_the_runs_still_list(tmp_path: Path) -> None:
+    source, root = mixed_source(tmp_path), seed_corpus(tmp_path / "corpus")
+    res = migrate_here(root, source)
+    path = manifest.manifest_path(root, res.run or "")
+    lines = path.read_text().splitlines()
+    lines[3:3] = ['{"t": "intent"}', '{"t": "done", "key": 7}', '{"t": "intent", "key": "x", "outputs": [1]}', "[]"]
+    path.write_text("\n".join(lines) + "\n")
+    (record,) = manifest.runs(root)
+    assert record.state == "finished" and len(record.done) == 11 and len(record.created()) == 11
+    assert migrate_here(root, source).created == 0

@@ -24,6 +24,7 @@ from typing import Any
 from dory.corpus.atomic import create_exclusive, file_hash, repair_leftovers, sha256_of
 from dory.corpus.faults import crash_point
 from dory.errors import AlreadyExists, DoryError, InvalidInput, NotFound, UsageError, storage_error
+from dory.memory.entities import Registry
 from dory.migrate import formats, llm_claims, manifest, report
 from dory.migrate.entities import EntityContext, compile_entities
 from dory.migrate.llm_claims import ClaimExtractor
@@ -64,6 +65,8 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
         reader = formats.get(req.from_format) if req.from_format else formats.detect(tree)
         into = _into(req, reader, tree)
         resumed = _resumable(opts.corpus, str(resolved), reader.name, into)
+        if resumed is not None:
+            _forget_own_pages(opts.entities, resumed)
         now = _run_time(resumed, opts.now)
         ctx = ReadContext(into=into, now=now)
         plan = _plan(tree, reader, ctx, opts, resumed, req)
@@ -133,6 +136,15 @@ def _resumable(corpus: Path, source: str, fmt: str, into: str) -> RunRecord | No
         if (h.get("source"), h.get("format"), h.get("into")) == (source, fmt, into):
             return record if record.state == "interrupted" else None
     return None
+
+
+def _forget_own_pages(entities: EntityContext, resumed: RunRecord) -> None:
+    """The canonical pages the killed attempt created are this run's, not the corpus's: seen as
+    existing, their entities would lose their page (and the run its counts) when it resumes."""
+    if entities.registry is None:
+        return
+    own = {out.path for out in resumed.created()}
+    entities.registry = Registry([e for e in entities.registry.entities if e.path not in own])
 
 
 def _run_time(resumed: RunRecord | None, now: dt.datetime | None) -> str:

@@ -19,11 +19,20 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.migration import MINE, comparable, mixed_source, seed_corpus, temp_leftovers
+from support.migration import (
+    MINE,
+    PeopleReader,
+    comparable,
+    mixed_source,
+    people_source,
+    seed_corpus,
+    temp_leftovers,
+)
 
 from dory.config import Settings, load_settings
 from dory.corpus.faults import FAULT_ENV, TRACE_ENV
-from dory.migrate import manifest
+from dory.memory import claims
+from dory.migrate import formats, manifest, run
 from dory.migrate.manifest import RunRecord
 from dory.models import MigrateRequest, MigrateResponse, SearchRequest
 from dory.service import DoryService
@@ -35,22 +44,22 @@ def settings_for(root: Path) -> Settings:
     return load_settings(root, {"embedder.backend": "none"}, env={})
 
 
-def migrate_here(root: Path, source: Path) -> MigrateResponse:
+def migrate_here(root: Path, source: Path, **fields: object) -> MigrateResponse:
     svc = DoryService(settings_for(root))
     try:
-        return svc.migrations.migrate(MigrateRequest(source=str(source)))
+        return svc.migrations.migrate(MigrateRequest(source=str(source), **fields))  # type: ignore[arg-type]
     finally:
         svc.close()
 
 
-def in_child(root: Path, source: Path, env: dict[str, str]) -> int:
+def in_child(root: Path, source: Path, env: dict[str, str], **fields: object) -> int:
     """Migrate in a forked child with `env` set; its exit status (killed: -9)."""
     pid = os.fork()
     if pid == 0:  # the child: nothing may run after the migration, not even pytest's cleanup
         code = 0
         try:
             os.environ.update(env)
-            migrate_here(root, source)
+            migrate_here(root, source, **fields)
         except BaseException:
             code = 1
         os._exit(code)
@@ -73,19 +82,55 @@ def indexed(root: Path) -> set[str]:
         svc.close()
 
 
-@pytest.fixture
-def traced(tmp_path: Path) -> tuple[Path, Path, list[str]]:
-    """(the source, a reference corpus it was migrated into uninterrupted, the crash points passed)."""
-    source = mixed_source(tmp_path)
+def trace(tmp_path: Path, source: Path, **fields: object) -> tuple[Path, list[str]]:
+    """(a reference corpus `source` was migrated into uninterrupted, the crash points it passed)."""
     reference = seed_corpus(tmp_path / "reference")
-    trace = tmp_path / "trace.txt"
-    assert in_child(reference, source, {TRACE_ENV: str(trace)}) == 0
+    traced = tmp_path / "trace.txt"
+    assert in_child(reference, source, {TRACE_ENV: str(traced)}, **fields) == 0
     seen: Counter[str] = Counter()
     points = []
-    for name in trace.read_text().split():
+    for name in traced.read_text().split():
         points.append(f"{name}#{seen[name]}")
         seen[name] += 1
-    return source, reference, points
+    return reference, points
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """(the mixed source, its reference corpus, the crash points its migration passes)."""
+    source = mixed_source(tmp_path)
+    return (source, *trace(tmp_path, source))
+
+
+def every_crash_point_resumes(
+    tmp_path: Path, source: Path, reference: Path, points: list[str], **fields: object
+) -> None:
+    """Kill a migration of `source` at each point, migrate again: it resumes, and ends as `reference`."""
+    expected = comparable(reference)
+    expected_run = only_run(reference)
+    expected_index = indexed(reference)
+    for n, point in enumerate(points):
+        root = seed_corpus(tmp_path / f"crash-{n}")
+        assert in_child(root, source, {FAULT_ENV: point}, **fields) == -9, f"{point} never fired"
+        killed = only_run(root)
+        assert killed.state == "interrupted", point
+
+        again = migrate_here(root, source, **fields)
+
+        assert again.resumed and again.run == killed.run, f"{point}: did not resume {killed.run}: {again.run}"
+        assert again.created == len(expected_run.created()), point
+        record = only_run(root)
+        assert record.state == "finished", point
+        assert record.done == expected_run.done, f"{point}: items done differ"
+        assert sorted(o.path for o in record.created()) == sorted(o.path for o in expected_run.created()), point
+        state = comparable(root)
+        assert set(state) == set(expected), (
+            f"{point}: extra {set(state) - set(expected)}, missing {set(expected) - set(state)}"
+        )
+        differ = [rel for rel in expected if state[rel] != expected[rel]]
+        assert differ == [], f"killed at {point}, these files differ from an uninterrupted run: {differ}"
+        assert temp_leftovers(root) == [], f"killed at {point}: temporary files left"
+        assert indexed(root) == expected_index, f"killed at {point}: the index differs"
 
 
 def test_the_trace_walks_every_step_of_every_file(traced: tuple[Path, Path, list[str]]) -> None:
@@ -102,32 +147,34 @@ def test_a_kill_at_any_crash_point_resumes_to_exactly_the_uninterrupted_corpus(
     tmp_path: Path, traced: tuple[Path, Path, list[str]]
 ) -> None:
     source, reference, points = traced
-    expected = comparable(reference)
-    expected_run = only_run(reference)
-    expected_index = indexed(reference)
-    assert len(points) >= 50, points
-    for n, point in enumerate(points):
-        root = seed_corpus(tmp_path / f"crash-{n}")
-        assert in_child(root, source, {FAULT_ENV: point}) == -9, f"{point} never fired"
-        killed = only_run(root)
-        assert killed.state == "interrupted", point
+    assert len(points) == 57, points
+    every_crash_point_resumes(tmp_path, source, reference, points)
 
-        again = migrate_here(root, source)
 
-        assert again.resumed and again.run == killed.run, f"{point}: did not resume {killed.run}: {again.run}"
-        assert again.created == len(expected_run.created()), point
-        record = only_run(root)
-        assert record.state == "finished", point
-        assert record.done == expected_run.done, f"{point}: items done differ"
-        assert sorted(o.path for o in record.created()) == sorted(o.path for o in expected_run.created()), point
-        state = comparable(root)
-        assert set(state) == set(expected), (
-            f"{point}: extra {set(state) - set(expected)}, missing {set(expected) - set(state)}"
-        )
-        differ = [rel for rel in expected if state[rel] != expected[rel]]
-        assert differ == [], f"killed at {point}, these files differ from an uninterrupted run: {differ}"
-        assert temp_leftovers(root) == [], f"killed at {point}: temporary files left"
-        assert indexed(root) == expected_index, f"killed at {point}: the index differs"
+def test_a_kill_while_writing_claims_and_pages_resumes_to_the_same_entities_and_claims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claim artifacts and canonical pages (compiled from observations after the notes): a kill
+    among them resumes to the same files, and the claim store holds the same claims. Every file is
+    indexed as soon as it lands (a batch of one), so the killed attempt's pages are in the index."""
+    monkeypatch.setattr(formats, "READERS", [PeopleReader(), *formats.READERS])
+    monkeypatch.setattr(run, "INDEX_BATCH", 1)
+    source = people_source(tmp_path)
+    reference, points = trace(tmp_path, source, from_format="people-lines")
+    assert len(only_run(reference).created()) == 7 and len(points) == 7 * 5 + 2, points
+    every_crash_point_resumes(tmp_path, source, reference, points, from_format="people-lines")
+    want = claims_in(reference)
+    assert len(want) == 3
+    for n in range(len(points)):
+        assert claims_in(tmp_path / f"crash-{n}") == want, points[n]
+
+
+def claims_in(root: Path) -> list[tuple[str, str, str]]:
+    svc = DoryService(settings_for(root))
+    try:
+        return sorted((c["entity"], c["kind"], c["statement"]) for c in claims.dump(svc.store.conn))
+    finally:
+        svc.close()
 
 
 def test_a_note_after_a_renamed_one_links_to_its_new_name_when_the_run_resumes_between_them(

@@ -14,19 +14,25 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.migration import MINE, Migrate, mixed_source, seed_corpus, temp_leftovers, tree_hashes
+from support.migration import (
+    MINE,
+    Migrate,
+    PeopleReader,
+    mixed_source,
+    people_source,
+    seed_corpus,
+    temp_leftovers,
+    tree_hashes,
+)
 
 from dory.config import Settings, load_settings
 from dory.corpus import atomic
 from dory.corpus.faults import FAULT_ENV, TRACE_ENV
 from dory.memory import claims
 from dory.migrate import formats, manifest
-from dory.migrate.formats.generic import target_path
-from dory.migrate.model import Item, Observation, Output, ReadContext, SourceTreeLike, Yielded, digest_of
 from dory.migrate.report import report_path
 from dory.models import MigrateRequest, MigrateUndoRequest, SearchRequest
 from dory.service import DoryService
@@ -132,31 +138,11 @@ def test_a_tampered_manifest_never_makes_undo_touch_a_file_outside_the_corpus(
 
 
 # -- claim artifacts and canonical pages ---------------------------------------------------------
-class PeopleReader:
-    """A test format: each `.people` file's lines `Name: statement` are observations about people."""
-
-    name = "people-lines"
-
-    def detect(self, tree: SourceTreeLike) -> int:
-        return 0
-
-    def read(self, tree: SourceTreeLike, ctx: ReadContext) -> Iterator[Yielded]:
-        for file in tree.files():
-            data = file.read()
-            lines = [line.split(":", 1) for line in data.decode().splitlines() if ":" in line]
-            seen = [Observation(name.strip(), "person", text.strip()) for name, text in lines]
-            out = Output(target_path(ctx.into, file.rel, ".md"), b"# " + file.name.encode() + b"\n\n" + data, "note")
-            yield Item(f"file:{file.rel}", "note", file.rel, digest_of(data), [out], observations=seen)
-
-
 def test_undo_removes_the_claim_artifacts_and_pages_and_the_claim_store_is_as_before(
     tmp_path: Path, corpus: Path, migrate: Migrate, service: DoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(formats, "READERS", [PeopleReader(), *formats.READERS])
-    src = tmp_path / "people"
-    src.mkdir()
-    (src / "a.people").write_text("Ada Lovelace: wrote the first program\nada lovelace: liked poetry\n")
-    (src / "b.people").write_text("Charles Babbage: designed the analytical engine\n")
+    src = people_source(tmp_path)
     files_before = tree_hashes(corpus)
     assert claims.dump(service.store.conn) == []
 

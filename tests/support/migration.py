@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from dory.migrate.formats.generic import target_path
+from dory.migrate.model import Item, Observation, Output, ReadContext, SourceTreeLike, Yielded, digest_of
 from dory.models import MigrateResponse
 
 Migrate = Callable[..., MigrateResponse]
@@ -84,3 +86,32 @@ def comparable(root: Path) -> dict[str, bytes]:
 def temp_leftovers(root: Path) -> list[str]:
     """Temporary files of Dory's writes anywhere in the corpus (`.name.dory-new-…tmp`)."""
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if ".dory-" in p.name)
+
+
+# -- a test format whose items carry entity observations (claim artifacts and canonical pages) ------
+class PeopleReader:
+    """Format `people-lines`: each file's lines `Name: statement` are observations about people,
+    dated 2024-03-01 (so every run proposes the very same artifacts); the file itself is a note.
+    Tests register it with monkeypatch on `dory.migrate.formats.READERS` and pass --from."""
+
+    name = "people-lines"
+
+    def detect(self, tree: SourceTreeLike) -> int:
+        return 0
+
+    def read(self, tree: SourceTreeLike, ctx: ReadContext) -> Iterator[Yielded]:
+        for file in tree.files():
+            data = file.read()
+            lines = [line.split(":", 1) for line in data.decode().splitlines() if ":" in line]
+            seen = [Observation(name.strip(), "person", text.strip(), at="2024-03-01") for name, text in lines]
+            out = Output(target_path(ctx.into, file.rel, ".md"), b"# " + file.name.encode() + b"\n\n" + data, "note")
+            yield Item(f"file:{file.rel}", "note", file.rel, digest_of(data), [out], observations=seen)
+
+
+def people_source(base: Path) -> Path:
+    """Two files naming two people (one in two spellings): 3 claims, 2 pages, 2 notes."""
+    src = base / "people"
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "a.people").write_text("Ada Lovelace: wrote the first program\nada lovelace: liked poetry\n")
+    (src / "b.people").write_text("Charles Babbage: designed the analytical engine\n")
+    return src

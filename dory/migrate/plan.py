@@ -28,6 +28,9 @@ QUARANTINE = "inbox/quarantine/migrations"
 # Stray invisible or control characters are common in old notes and only reported by writes.
 QUARANTINE_CODES = frozenset({"prompt_injection", safety.SUSPECT, "tag_characters", "bidi_control"})
 SCANNED_ROLES = frozenset({"note", "evidence"})
+# Output paths longer than these are refused (NAME_MAX is 255 bytes; a temporary name adds ~40).
+MAX_PATH_BYTES = 1000
+MAX_NAME_BYTES = 200
 
 
 @dataclass
@@ -74,9 +77,9 @@ class Plan:
         if found.key in self._keys:
             self.problems.append(MigrateProblem(source=found.source, code="duplicate_item", message=found.key))
             return False
-        unsafe = [out.path for out in found.outputs if not is_corpus_path(out.path)]
-        if unsafe:  # a reader's bug must never write outside the corpus nor into its hidden folders
-            self.problems.append(MigrateProblem(source=found.source, code="unsafe_path", message=repr(unsafe[0])))
+        refused = [problem for problem in map(path_problem, (out.path for out in found.outputs)) if problem]
+        if refused:  # a reader's bug must never write outside the corpus, into `.dory`, nor stop the run
+            self.problems.append(MigrateProblem(source=found.source, code=refused[0][0], message=refused[0][1]))
             return False
         blocked = [out.path for out in found.outputs if self._blocked(out.path)]
         if blocked:
@@ -194,10 +197,18 @@ class Plan:
         return self._final(proposed, set())
 
 
-def is_corpus_path(path: str) -> bool:
-    """A relative path of plain names, none hidden: it stays inside the corpus and out of `.dory`."""
+def path_problem(path: str) -> tuple[str, str] | None:
+    """Why an output path cannot be created, or None. It must be relative, of plain names, none
+    hidden (so it stays inside the corpus and out of `.dory`), and short enough for every file
+    system (a name leaves room for a clash suffix and a temporary file's prefix)."""
     parts = path.split("/")
-    return not any(p in ("", ".", "..") or p.startswith(".") for p in parts) and not {"\\", "\x00"} & set(path)
+    if any(p in ("", ".", "..") or p.startswith(".") for p in parts) or {"\\", "\x00"} & set(path):
+        return "unsafe_path", f"not a plain path inside the corpus: {path!r}"
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return "path_too_long", f"{path[:80]!r}… is longer than {MAX_PATH_BYTES} bytes"
+    if any(len(p.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for p in parts):
+        return "path_too_long", f"a name in {path[:80]!r}… is longer than {MAX_NAME_BYTES} bytes"
+    return None
 
 
 _LINK = re.compile(r"(!?\[\[)([^\]|#\n]+)([\]|#])")

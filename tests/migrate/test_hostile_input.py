@@ -306,6 +306,19 @@ def test_files_over_the_limits_are_problems(
     assert set(imported(corpus, res.into)) == {"small.md", "member.zip/ok.md"}
 
 
+def test_a_path_too_long_for_the_file_system_is_a_problem_not_a_stopped_run(
+    tmp_path: Path, corpus: Path, migrate: Migrate, guard: Guard
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    deep = "/".join(["d" * 100] * 40) + "/x.md"  # 4 KiB: past PATH_MAX with the corpus in front
+    (src / "deep.zip").write_bytes(make_zip({deep: b"# deep\n", "ok.md": b"# ok\n"}))
+    guard.arm()
+    res = migrate(src)
+    assert problems(res) == {(f"deep.zip!/{deep}", "path_too_long")}
+    assert imported(corpus, res.into) == {"deep.zip/ok.md": b"# ok\n"}
+
+
 # -- where the source is, and where it goes --------------------------------------------------------
 def test_a_source_that_does_not_exist_is_not_found(tmp_path: Path, migrate: Migrate, guard: Guard) -> None:
     guard.arm()

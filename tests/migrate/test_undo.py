@@ -267,3 +267,30 @@ def test_an_edit_racing_the_removal_is_never_lost(
     assert target.read_bytes() == edit
     assert undone.kept_edited == [EDITED] and EDITED not in undone.removed
     assert len(undone.removed) == 10 and temp_leftovers(corpus) == []
+
+
+def test_an_interrupted_run_can_be_undone_and_the_source_then_migrates_afresh(tmp_path: Path) -> None:
+    source = mixed_source(tmp_path)
+    root = seed_corpus(tmp_path / "corpus")
+    before = tree_hashes(root)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.environ[FAULT_ENV] = "create.linked#4"  # the fifth file in place, its temp name still there
+            DoryService(settings_for(root)).migrations.migrate(MigrateRequest(source=str(source)))
+        finally:
+            os._exit(1)
+    os.waitpid(pid, 0)
+    (killed,) = manifest.runs(root)
+    assert killed.state == "interrupted" and len(killed.done) == 4 and temp_leftovers(root) != []
+    svc = DoryService(settings_for(root))
+    try:
+        undone = svc.migrations.undo(MigrateUndoRequest(run=killed.run))
+        assert len(undone.removed) == 5 and undone.kept_edited == []
+        manifest_only = {f"references/reports/migrations/{killed.run}.manifest.jsonl"}  # it never reached its report
+        assert set(tree_hashes(root)) == set(before) | manifest_only
+        assert temp_leftovers(root) == []
+        again = svc.migrations.migrate(MigrateRequest(source=str(source)))
+    finally:
+        svc.close()
+    assert again.run != killed.run and not again.resumed and again.created == 11

@@ -13,6 +13,7 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
 from support.migration import MINE, comparable, mixed_source, seed_corpus, temp_leftovers, tree_hashes
 
 from dory.config import Settings, load_settings
@@ -226,3 +227,40 @@ def test_a_damaged_manifest_line_is_skipped_and_the_runs_still_list(tmp_path: Pa
     (record,) = manifest.runs(root)
     assert record.state == "finished" and len(record.done) == 11 and len(record.created()) == 11
     assert migrate_here(root, source).created == 0
+
+
+def killed_then_resumed_matches_and_undoes(tmp_path: Path, source: Path, point: str) -> int:
+    """Kill a migration of a real export at `point`, resume it, compare with an uninterrupted run,
+    undo it: the corpus is as before. Returns the number of files the run created."""
+    reference = seed_corpus(tmp_path / "reference")
+    expected = migrate_here(reference, source)
+    root = seed_corpus(tmp_path / "corpus")
+    before = tree_hashes(root)
+    killed = killed_at(root, source, point)
+    resumed = migrate_here(root, source)
+    assert resumed.resumed and resumed.run == killed.run and resumed.created == expected.created
+    assert comparable(root) == comparable(reference) and temp_leftovers(root) == []
+    svc = DoryService(settings_for(root))
+    try:
+        undone = svc.migrations.undo(MigrateUndoRequest(run=killed.run))
+    finally:
+        svc.close()
+    assert len(undone.removed) == expected.created and undone.kept_edited == []
+    assert set(tree_hashes(root)) == set(before) | {
+        f"references/reports/migrations/{killed.run}.md",
+        f"references/reports/migrations/{killed.run}.manifest.jsonl",
+    }
+    return expected.created
+
+
+def test_a_real_notion_zip_killed_midway_resumes_to_the_same_corpus_and_undoes(tmp_path: Path, samples: Path) -> None:
+    export = samples / "notion" / "appflowy-collab" / "design.zip"
+    assert killed_then_resumed_matches_and_undoes(tmp_path, export, "create.linked#15") == 29
+
+
+@pytest.mark.slow
+def test_a_real_obsidian_vault_killed_midway_resumes_to_the_same_corpus_and_undoes(
+    tmp_path: Path, samples: Path
+) -> None:
+    vault = samples / "obsidian" / "kepano-obsidian"
+    assert killed_then_resumed_matches_and_undoes(tmp_path, vault, "migrate.output#70") == 135

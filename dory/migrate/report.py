@@ -12,9 +12,10 @@ from dory.corpus.atomic import write_atomic
 from dory.migrate.manifest import MIGRATIONS_FOLDER
 from dory.migrate.plan import Plan
 from dory.migrate.text import note
-from dory.models import MigrateResponse, MigrateUndoResponse
+from dory.models import MigrateResponse
 
 LIST_LIMIT = 500
+UNDONE = "## Undone"
 
 
 def report_path(run: str) -> str:
@@ -73,6 +74,7 @@ def render(response: MigrateResponse, plan: Plan | None = None) -> str:
             for e in response.entities
         ],
     )
+    lines += _section("Imported with a note", [f"- `{n.source}`: {n.note}" for n in response.notes])
     lines += _section("Problems (not imported)", [f"- `{p.source}`: {p.code}: {p.message}" for p in response.problems])
     return "\n".join(lines)
 
@@ -85,13 +87,15 @@ def _section(title: str, rows: list[str]) -> list[str]:
     return ["", f"## {title}", "", *shown, *more]
 
 
-def append_undo(corpus: Path, run: str, undo: MigrateUndoResponse) -> str | None:
-    """Add what undo did to the run's report (when the report is still there)."""
+def append_undo(corpus: Path, run: str, removed: int, already_gone: int, kept: list[str]) -> str | None:
+    """Add what undo did to the run's report (when the report is still there and says it not yet)."""
     path = corpus / report_path(run)
     if not path.is_file():
         return None
-    rows = [f"- removed: {len(undo.removed)} files", f"- already gone: {len(undo.already_gone)}"]
-    rows += [f"- kept (edited since the run): `{p}`" for p in undo.kept_edited]
-    text = path.read_text("utf-8").rstrip("\n") + "\n\n## Undone\n\n" + "\n".join(rows) + "\n"
-    write_atomic(path, text.encode("utf-8"))
+    text = path.read_text("utf-8").rstrip("\n")
+    if f"\n{UNDONE}\n" in text:
+        return report_path(run)
+    rows = [f"- removed: {removed} files", f"- already gone: {already_gone}"]
+    rows += [f"- kept (edited since the run): `{p}`" for p in kept]
+    write_atomic(path, (text + f"\n\n{UNDONE}\n\n" + "\n".join(rows) + "\n").encode("utf-8"))
     return report_path(run)

@@ -5,7 +5,8 @@ file goes (a dry run stops there), the write pass creates the files. Memory hold
 keys and digests) and the entity observations, never the export. Each item is written as
 intent (fsynced manifest line) → its files, each created exclusively (never over anything) →
 done, so a run killed anywhere resumes where it stopped without a duplicate or a gap (see
-manifest.py). Indexing goes through `index_paths` (the index's owner) in batches as files land.
+manifest.py); the run is marked finished only once its report is written and indexed. Indexing
+goes through `index_paths` (the index's owner) in batches as files land.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import posixpath
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dory.corpus.atomic import create_exclusive, file_hash, sha256_of
+from dory.corpus.atomic import create_exclusive, file_hash, repair_leftovers, sha256_of
 from dory.corpus.faults import crash_point
-from dory.errors import AlreadyExists, InvalidInput, NotFound, UsageError
+from dory.errors import AlreadyExists, DoryError, InvalidInput, NotFound, UsageError, storage_error
+from dory.memory.entities import Registry
 from dory.migrate import formats, llm_claims, manifest, report
 from dory.migrate.entities import EntityContext, compile_entities
 from dory.migrate.llm_claims import ClaimExtractor
@@ -58,10 +61,12 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
     resolved = source.resolve()
     if resolved.is_relative_to(opts.corpus.resolve()):
         raise InvalidInput("the source is inside the corpus; migrate from outside it", path=req.source)
-    with open_source(resolved) as tree:
+    with open_source(resolved, skip=opts.corpus.resolve()) as tree:
         reader = formats.get(req.from_format) if req.from_format else formats.detect(tree)
         into = _into(req, reader, tree)
         resumed = _resumable(opts.corpus, str(resolved), reader.name, into)
+        if resumed is not None:
+            _forget_own_pages(opts.entities, resumed)
         now = _run_time(resumed, opts.now)
         ctx = ReadContext(into=into, now=now)
         plan = _plan(tree, reader, ctx, opts, resumed, req)
@@ -77,6 +82,7 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
             changed_since=plan.changed_since,
             clashes=plan.clashes,
             quarantined=plan.quarantined,
+            notes=plan.notes,
             entities=opts.entities.summary,
             problems=plan.problems,
         )
@@ -90,19 +96,35 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
         run_id = resumed.run if resumed else _run_id(now, str(resolved))
         header = {"t": "run", "run": run_id, "source": str(resolved), "format": reader.name, "into": into}
         response.run = run_id
-        response.created = _write(tree, reader, ctx, plan, opts, header | {"started": now}, resumed)
-        response.report = report.write(opts.corpus, run_id, response, plan)
-        opts.index_paths([response.report])
+        try:
+            response.created = _write(tree, reader, ctx, plan, opts, header | {"started": now}, resumed)
+            # The report before `finished`: a run killed before its report is resumed, and writes it then.
+            response.report = report.write(opts.corpus, run_id, response, plan)
+            opts.index_paths([response.report])
+            manifest.finish(opts.corpus, run_id, response.created, len(plan.problems))
+        except OSError as exc:  # a full disk, a read-only folder: the run stops here, resumable
+            raise _stopped(exc, opts.corpus, run_id) from exc
     response.seconds = round(time.monotonic() - started, 3)
     return response
+
+
+def _stopped(exc: OSError, corpus: Path, run_id: str) -> DoryError:
+    """The storage error (disk_full, permission_denied, …) of a run that stopped on a file system
+    error: what it wrote stays recorded, and the same migration run again resumes it."""
+    error = storage_error(exc, str(exc.filename or corpus))
+    error.message += f" (run {run_id} stopped there; run the same migration again to resume it)"
+    error.details["run"] = run_id
+    return error
 
 
 def _into(req: MigrateRequest, reader: Reader, tree: SourceTree) -> str:
     if req.into is None:
         return formats.default_into(reader, tree)
-    into = req.into.strip().strip("/")
+    into = req.into.strip().rstrip("/")
     parts = into.split("/")
-    if not into or any(p in ("", ".", "..") or p.startswith(".") for p in parts) or "\x00" in into:
+    # Relative, plain folder names only: `/x` or `C:\x` is a path on this machine, not in the corpus.
+    unsafe = any(p in ("", ".", "..") or p.startswith(".") or ":" in p for p in parts)
+    if not into or unsafe or "\x00" in into or "\\" in into:
         raise UsageError(f"--into must be a folder inside the corpus, like knowledge/imported: {req.into!r}")
     return into
 
@@ -114,6 +136,15 @@ def _resumable(corpus: Path, source: str, fmt: str, into: str) -> RunRecord | No
         if (h.get("source"), h.get("format"), h.get("into")) == (source, fmt, into):
             return record if record.state == "interrupted" else None
     return None
+
+
+def _forget_own_pages(entities: EntityContext, resumed: RunRecord) -> None:
+    """The canonical pages the killed attempt created are this run's, not the corpus's: seen as
+    existing, their entities would lose their page (and the run its counts) when it resumes."""
+    if entities.registry is None:
+        return
+    own = {out.path for out in resumed.created()}
+    entities.registry = Registry([e for e in entities.registry.entities if e.path not in own])
 
 
 def _run_time(resumed: RunRecord | None, now: dt.datetime | None) -> str:
@@ -193,19 +224,27 @@ def _write(
     header: dict[str, Any],
     resumed: RunRecord | None,
 ) -> int:
+    """The write pass. Returns how many files the run created (an interrupted attempt's included)."""
     path = manifest.manifest_path(opts.corpus, str(header["run"]))
     writer = ManifestWriter(path)
-    created = 0
+    # What an interrupted attempt finished is counted, and indexed again: it may have been killed
+    # before its last batch reached the index.
+    written = [final for entry in plan.entries.values() if entry.done for final in entry.finals]
+    for start in range(0, len(written), INDEX_BATCH):
+        opts.index_paths(written[start : start + INDEX_BATCH])
+    created = len(written)
     pending: list[str] = []
     try:
         if resumed is None:
             writer.write(header, sync=True)
+        else:
+            _remove_leftovers(opts.corpus, resumed)
         seen_problems = {(p.get("source"), p.get("code")) for p in resumed.problems} if resumed else set()
         for p in plan.problems:
             if (p.source, p.code) not in seen_problems:
                 writer.write({"t": "problem", "source": p.source, "code": p.code, "message": p.message})
         items = _planned_items(tree, reader, ctx, plan, opts)
-        total = len(plan.entries)
+        total = plan.to_write()
         for n, item in enumerate(items, 1):
             paths = _write_item(item, plan, opts.corpus, writer)
             created += len(paths)
@@ -216,20 +255,32 @@ def _write(
             opts.progress("writing", n, total)
         if pending:
             opts.index_paths(pending)
-        writer.write({"t": "finished", "created": created, "problems": len(plan.problems)}, sync=True)
     finally:
         writer.close()
     return created
 
 
+def _remove_leftovers(corpus: Path, resumed: RunRecord) -> None:
+    """Temporary files a killed attempt left beside the files it was creating and beside its report
+    (their process is gone, so they are certainly leftovers): removed before the run goes on."""
+    folders = {(corpus / out.path).parent for out in resumed.created()} | {manifest.folder(corpus)}
+    for folder in sorted(folders):
+        repair_leftovers(folder)
+
+
 def _planned_items(tree: SourceTree, reader: Reader, ctx: ReadContext, plan: Plan, opts: RunOptions) -> Iterator[Item]:
     """The second pass: the items the plan kept, in source order, then the compiled entities."""
     for found in _read(tree, reader, ctx):
-        if isinstance(found, Item) and found.key in plan.entries:
+        if isinstance(found, Item) and _to_write(plan, found):
             yield found
     for item in compile_entities(plan.observations, ctx, opts.entities):
-        if item.key in plan.entries:
+        if _to_write(plan, item):
             yield item
+
+
+def _to_write(plan: Plan, item: Item) -> bool:
+    entry = plan.entries.get(item.key)
+    return entry is not None and not entry.done
 
 
 def _write_item(item: Item, plan: Plan, corpus: Path, writer: ManifestWriter) -> list[str]:
@@ -242,7 +293,7 @@ def _write_item(item: Item, plan: Plan, corpus: Path, writer: ManifestWriter) ->
         Planned(path, sha256_of(data), out.role)
         for path, data, out in zip(entry.finals, datas, item.outputs, strict=True)
     ]
-    writer.intent(item.key, item.digest, planned)
+    writer.intent(item.key, item.digest, planned, _missing_folders(corpus, entry.finals))
     for n, (out, data) in enumerate(zip(planned, datas, strict=True)):
         final = _create(corpus, out.path, data, plan)
         if final != out.path:  # taken since the plan: record where it went instead
@@ -251,6 +302,18 @@ def _write_item(item: Item, plan: Plan, corpus: Path, writer: ManifestWriter) ->
         crash_point("migrate.output")
     writer.done(item.key, item.digest)
     return [out.path for out in planned]
+
+
+def _missing_folders(corpus: Path, paths: list[str]) -> list[str]:
+    """The folders creating these files will make: recorded with the intent, so undo removes the
+    folders the run made once they are empty, and never a folder that was there before."""
+    missing: set[str] = set()
+    for rel in paths:
+        folder = posixpath.dirname(rel)
+        while folder and folder not in missing and not (corpus / folder).is_dir():
+            missing.add(folder)
+            folder = posixpath.dirname(folder)
+    return sorted(missing)
 
 
 def _create(corpus: Path, rel: str, data: bytes, plan: Plan) -> str:

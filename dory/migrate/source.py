@@ -1,11 +1,15 @@
 """The source of a migration as one tree of files: a folder, a zip (zips inside it opened too) or one file.
 
 Nothing here trusts the source. Zip members whose names are absolute, contain `..`, or are links
-are never opened (a problem each, so the report names them); the members of every zip together
-may not expand past `MAX_TOTAL_BYTES`, one member past `MAX_FILE_BYTES`, nor any member past
-`MAX_RATIO` times its compressed size (a zip bomb); nested zips are opened `MAX_DEPTH` deep. A zip
-that cannot be read (truncated, not a zip) is one problem and the rest of the tree goes on. Files
-are read only when a reader asks, one at a time, so memory holds one file, never the export.
+are never opened (a problem each, so the report names them); the members of all the tree's zips
+together (nested ones included) may not number more than `MAX_MEMBERS` nor expand past
+`MAX_TOTAL_BYTES`, one member past `MAX_FILE_BYTES`, nor any member past `MAX_RATIO` times its
+compressed size (a zip bomb); nested zips are opened `MAX_DEPTH` deep, and one deeper is a problem.
+A zip that cannot be read (truncated, not a zip) is one problem and the rest of the tree goes on; so
+is a member whose data is corrupt, when a reader reads it (a ValueError, as for any unreadable
+file). In a folder, links are never followed, and FIFOs, sockets and devices are never opened
+(neither is the Dory corpus, when the source holds it). Files are read only when a reader asks,
+one at a time, so memory holds one file, never the export (a nested zip is held whole while open).
 
 Skipped as noise in every tree: `__MACOSX/`, `.DS_Store`, `Thumbs.db`, and hidden folders (`.git`,
 `.obsidian`, `.trash`), whose paths are kept in `hidden_dirs` (a folder like `.obsidian/` is a
@@ -33,8 +37,9 @@ MAX_MEMBERS = 200_000
 MAX_DEPTH = 3
 NOISE_NAMES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 NESTED = "!/"  # joins a zip's path and a member's path inside it
-# What a damaged member raises while it is read (bad CRC, broken deflate data, cut short).
-CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError)
+# What a damaged member raises while it is read (bad CRC, broken deflate data, cut short, an
+# unknown compression method, a password).
+CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
 @dataclass
@@ -46,6 +51,8 @@ class SourceTree:
     problems: list[ItemProblem] = field(default_factory=list)
     hidden_dirs: set[str] = field(default_factory=set)  # hidden folders seen and skipped: `.obsidian`, `v/.git`
     archives: list[zipfile.ZipFile] = field(default_factory=list)
+    members: int = 0  # zip members seen, and the bytes they expand to, across every zip of the tree
+    expanded: int = 0
     _files: dict[str, SourceFile] = field(default_factory=dict)
 
     def __enter__(self) -> SourceTree:
@@ -72,16 +79,17 @@ class SourceTree:
         return len(self._files)
 
 
-def open_source(path: Path) -> SourceTree:
-    """The tree of `path` (a folder, a `.zip`/`.bear2bk` or any single file)."""
+ZIP_SUFFIXES = (".zip", ".bear2bk")
+
+
+def open_source(path: Path, skip: Path | None = None) -> SourceTree:
+    """The tree of `path` (a folder, a `.zip`/`.bear2bk` or any single file); `skip` is a folder
+    never walked (the corpus, when the source holds it)."""
     tree = SourceTree(root=path, label=_label(path))
     if path.is_dir():
-        _add_folder(tree, path)
-    elif zipfile.is_zipfile(path):
-        _add_zip(tree, "", lambda: path.open("rb"), depth=1)
+        _add_folder(tree, path, skip)
     else:
-        size = path.stat().st_size
-        tree.add(SourceFile(path.name, size, _file_reader(path, size), _file_streamer(path, size)))
+        _add_file(tree, path, path.name, path.stat(), "", any_zip=True)
     return tree
 
 
@@ -100,32 +108,48 @@ def is_noise(rel: str) -> bool:
     )
 
 
-def _file_reader(path: Path, size: int) -> Callable[[], bytes]:
+def _open_regular(path: Path) -> IO[bytes]:
+    """`path` opened for reading, never through a link and never waiting on a FIFO, should one have
+    taken the file's place since the tree was listed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise ValueError("no longer a regular file")
+    return handle
+
+
+def _file_reader(path: Path) -> Callable[[], bytes]:
     def read() -> bytes:
-        if size > MAX_FILE_BYTES:
+        with _open_regular(path) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
             raise ValueError(f"file is larger than {MAX_FILE_BYTES} bytes")
-        return path.read_bytes()
+        return data
 
     return read
 
 
-def _file_streamer(path: Path, size: int) -> Callable[[], IO[bytes]]:
-    def open_() -> IO[bytes]:
-        if size > MAX_FILE_BYTES:
-            raise ValueError(f"file is larger than {MAX_FILE_BYTES} bytes")
-        return path.open("rb")
-
-    return open_
+def _file_streamer(path: Path) -> Callable[[], IO[bytes]]:
+    return lambda: _open_regular(path)
 
 
-def _add_folder(tree: SourceTree, root: Path) -> None:
-    for folder, dirs, names in os.walk(root, followlinks=False):
+def _add_folder(tree: SourceTree, root: Path, skip: Path | None) -> None:
+    def unreadable(exc: OSError) -> None:
+        rel = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
+        tree.problems.append(ItemProblem(rel, "unreadable", str(exc.strerror or exc)))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable, followlinks=False):
         kept = []
         for name in sorted(dirs):
-            if Path(folder, name).is_symlink():
-                continue
-            if name.startswith("."):  # never walked: a `.git` folder can hold more files than the notes
-                tree.hidden_dirs.add(Path(folder, name).relative_to(root).as_posix())
+            full = Path(folder, name)
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink():
+                tree.problems.append(ItemProblem(rel, "symlink_skipped", "symbolic links are not followed"))
+            elif skip is not None and full == skip:
+                tree.problems.append(ItemProblem(rel, "corpus_skipped", "the Dory corpus itself is not imported"))
+            elif name.startswith("."):  # never walked: a `.git` folder can hold more files than the notes
+                tree.hidden_dirs.add(rel)
             else:
                 kept.append(name)
         dirs[:] = kept
@@ -139,14 +163,23 @@ def _add_folder(tree: SourceTree, root: Path) -> None:
             except OSError as exc:
                 tree.problems.append(ItemProblem(rel, "unreadable", str(exc.strerror or exc)))
                 continue
-            if stat.S_ISLNK(st.st_mode):
-                tree.problems.append(ItemProblem(rel, "symlink_skipped", "symbolic links are not followed"))
-            elif not stat.S_ISREG(st.st_mode):
-                tree.problems.append(ItemProblem(rel, "not_a_file", "not a regular file (fifo, socket or device)"))
-            elif zipfile.is_zipfile(full) and full.suffix.lower() in (".zip", ".bear2bk"):
-                _add_zip(tree, rel + NESTED, lambda full=full: full.open("rb"), depth=1)  # type: ignore[misc]
-            else:
-                tree.add(SourceFile(rel, st.st_size, _file_reader(full, st.st_size), _file_streamer(full, st.st_size)))
+            _add_file(tree, full, rel, st, rel + NESTED, any_zip=False)
+
+
+def _add_file(tree: SourceTree, full: Path, rel: str, st: os.stat_result, prefix: str, any_zip: bool) -> None:
+    """One file of a folder, or the source itself: a zip is opened (in a folder, one named as a
+    zip: office files are zips too, and stay files), anything but a regular file is a problem, and
+    so is a file over the size limit."""
+    if stat.S_ISLNK(st.st_mode):
+        tree.problems.append(ItemProblem(rel, "symlink_skipped", "symbolic links are not followed"))
+    elif not stat.S_ISREG(st.st_mode):
+        tree.problems.append(ItemProblem(rel, "not_a_file", "not a regular file (fifo, socket or device)"))
+    elif st.st_size > MAX_FILE_BYTES:
+        tree.problems.append(ItemProblem(rel, "file_too_large", f"{st.st_size} bytes (limit {MAX_FILE_BYTES})"))
+    elif full.suffix.lower() in ZIP_SUFFIXES or (any_zip and zipfile.is_zipfile(full)):
+        _add_zip(tree, prefix, lambda: full.open("rb"), depth=1, where=rel)
+    else:
+        tree.add(SourceFile(rel, st.st_size, _file_reader(full), _file_streamer(full)))
 
 
 def _member_problem(info: zipfile.ZipInfo) -> tuple[str, str] | None:
@@ -164,10 +197,9 @@ def _member_problem(info: zipfile.ZipInfo) -> tuple[str, str] | None:
     return None
 
 
-def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], depth: int) -> None:
+def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], depth: int, where: str) -> None:
     """Add a zip's members. The archive stays open (closed with the tree): reopening it for every
     member would read its directory once per member."""
-    where = prefix.removesuffix(NESTED) or tree.root.name
     try:
         archive = zipfile.ZipFile(opener())
         infos = archive.infolist()
@@ -175,25 +207,29 @@ def _add_zip(tree: SourceTree, prefix: str, opener: Callable[[], IO[bytes]], dep
         tree.problems.append(ItemProblem(where, "bad_zip", f"cannot read the zip: {exc}"))
         return
     tree.archives.append(archive)
-    if len(infos) > MAX_MEMBERS:
-        tree.problems.append(ItemProblem(where, "zip_bomb", f"{len(infos)} members (limit {MAX_MEMBERS})"))
+    tree.members += len(infos)
+    if tree.members > MAX_MEMBERS:
+        tree.problems.append(ItemProblem(where, "zip_bomb", f"{tree.members} zip members (limit {MAX_MEMBERS})"))
         return
-    total = 0
     for info in infos:
         rel = prefix + info.filename.replace("\\", "/")
         _note_hidden(tree, prefix, info)
-        if info.is_dir() or is_noise(info.filename):
-            continue
         problem = _member_problem(info)
-        total += info.file_size
-        if problem is None and total > MAX_TOTAL_BYTES:
-            problem = ("zip_bomb", f"the zip expands past {MAX_TOTAL_BYTES} bytes")
+        escapes = problem is not None and problem[0] == "zip_path_escape"
+        if not escapes and (info.is_dir() or is_noise(info.filename)):  # `../x` is no hidden name
+            continue
+        tree.expanded += info.file_size
+        if problem is None and tree.expanded > MAX_TOTAL_BYTES:
+            problem = ("zip_bomb", f"the source's zips expand past {MAX_TOTAL_BYTES} bytes")
+        nested = info.filename.lower().endswith(ZIP_SUFFIXES)
+        if problem is None and nested and depth >= MAX_DEPTH:
+            problem = ("zip_bomb", f"a zip nested more than {MAX_DEPTH} deep")
         if problem is not None:
             tree.problems.append(ItemProblem(rel, *problem))
             continue
         reader = _member_reader(archive, info)
-        if info.filename.lower().endswith((".zip", ".bear2bk")) and depth < MAX_DEPTH:
-            _add_zip(tree, rel + NESTED, lambda reader=reader: io.BytesIO(reader()), depth + 1)  # type: ignore[misc]
+        if nested:
+            _add_zip(tree, rel + NESTED, lambda reader=reader: io.BytesIO(reader()), depth + 1, rel)  # type: ignore[misc]
         else:
             tree.add(SourceFile(rel, info.file_size, reader, _member_streamer(archive, info)))
 
@@ -226,7 +262,15 @@ def _member_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[
 def _member_streamer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[bytes]]:
     """A zip member as a stream: zipfile stops at the size the header declares (checked against
     the limits above) and checks the CRC at the end, so a lying member cannot run past it."""
-    return lambda: io.BufferedReader(_MemberStream(archive.open(info)))
+
+    def open_() -> IO[bytes]:
+        try:
+            inner = archive.open(info)
+        except CORRUPT as exc:  # an unknown method or a password is found when the member is opened
+            raise ValueError(f"corrupt zip member: {exc}") from exc
+        return io.BufferedReader(_MemberStream(inner))
+
+    return open_
 
 
 class _MemberStream(io.RawIOBase):

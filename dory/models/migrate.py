@@ -33,6 +33,11 @@ class MigrateQuarantined(_Model):
     reason: str
 
 
+class MigrateNote(_Model):
+    source: str
+    note: str = Field(description="what was done to the item on the way in (re-encoded, kept as text, …)")
+
+
 class MigrateEntity(_Model):
     name: str
     family: str
@@ -63,6 +68,7 @@ class MigrateResponse(_Model):
     clashes: list[MigrateClash] = Field(default_factory=list)
     entities: list[MigrateEntity] = Field(default_factory=list)
     quarantined: list[MigrateQuarantined] = Field(default_factory=list)
+    notes: list[MigrateNote] = Field(default_factory=list, description="items imported with a remark")
     problems: list[MigrateProblem] = Field(default_factory=list)
     estimate: MigrateEstimate | None = None
     report: str | None = None

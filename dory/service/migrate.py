@@ -90,6 +90,7 @@ class MigrateService:
     def undo(self, req: MigrateUndoRequest) -> MigrateUndoResponse:
         with WriterLock(self.settings.state_dir / "migrate.lock", MIGRATE_LOCK_WAIT_S):
             response = undo(self.settings.corpus, req)
-        if response.removed and not req.dry_run:
-            self.index_paths(response.removed)
+        if not req.dry_run:
+            # Files an earlier, killed undo removed are in `already_gone`: the index forgets them too.
+            self.index_paths([*response.removed, *response.already_gone, report.report_path(req.run)])
         return response

@@ -137,6 +137,7 @@ def render_migration(res: MigrateResponse) -> str:
     if res.estimate:
         e = res.estimate
         lines.append(f"  LLM: {e.llm_calls} calls, ~{e.input_tokens} input and ~{e.output_tokens} output tokens")
+    lines += [f"  note: {n.source}: {n.note}" for n in res.notes[:50]]
     lines += [f"  ! {p.source}: {p.code}: {p.message}" for p in res.problems[:50]]
     if len(res.problems) > 50:
         lines.append(f"  ! … {len(res.problems) - 50} more problems (see the report)")

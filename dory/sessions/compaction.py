@@ -71,7 +71,7 @@ def extractive(turns: list[PackMessage], word_cap: int = 400) -> Parts:
     mentioned = [
         p for p in extract.paths_in([t for r, t in texts if r != "tool"], ITEMS_PER_SECTION) if p not in found["files"]
     ]
-    decisions = extract.cued(said, extract.DECISION, ITEMS_PER_SECTION)
+    decisions = extract.decisions(said, ITEMS_PER_SECTION)
     pending = extract.cued([s for s in said if s.turn >= len(turns) // 2], extract.PENDING, ITEMS_PER_SECTION)
     taken = {s.text for s in decisions + pending}
     values = found["urls"] + found["commands"] + found["errors"] + mentioned + found["ids"]

@@ -1,7 +1,9 @@
 """Deterministic extraction from conversation turns: the fallback when no language model is configured.
 
 Used by compaction (and by digests): exact values (paths, URLs, ids, error lines, commands) are copied
-verbatim, never paraphrased; decisions and open tasks are found by cue phrases; the sentences that
+verbatim, never paraphrased; open tasks are found by cue phrases, decisions by stricter ones (a
+choice stated as made, with its subject, and not under a negation, a doubt or a question mark:
+`is_decision`), each named by the clause it decides (`decision_subject`); the sentences that
 best represent a stretch of conversation are picked by centrality (similarity of a sentence's word
 profile to the whole's, TF-IDF weighted), with near-duplicates dropped. Digests also want what
 *happened*: `salient` favours informative sentences that report an event in the first person

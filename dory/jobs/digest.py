@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from dory.corpus.shorten import shorten
+
 NONE = "- None"
 # `text ([label](/path#L12))` at the end of a bullet.
 _CITATION = re.compile(r"\s*\(\[(?P<label>[^\]\n]+)\]\((?P<target>/[^)\s]+)\)\)\s*$")
@@ -38,8 +40,8 @@ class Bullet:
 
 
 def one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """`text` on one line, cut after a whole word (with `…`) when longer than `limit`."""
+    return shorten(text, limit)
 
 
 def section(title: str, lines: list[str]) -> str:

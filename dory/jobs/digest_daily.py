@@ -145,7 +145,7 @@ def _extract_session(ds: DaySession, digest: Digest, per_session: int) -> None:
     if gist:
         summary += f": {one_line(gist[0].attributed(), 300)}"
     digest.sessions.append(Bullet(summary, ds.source(gist[0].turn if gist else 0)))
-    decisions = extract.cued(said, extract.DECISION, per_session)
+    decisions = extract.decisions(said, per_session)
     later = [s for s in said if s.turn >= len(ds.turns) // 2]
     loops = [s for s in extract.cued(later, extract.PENDING, per_session) if s not in decisions]
     followups = [

@@ -2,17 +2,20 @@
 
 Two sources of candidates:
 - the bullets of daily digests not dreamed yet (a digest is dreamed again only when its bytes
-  change): each bullet's cited session turn is read back, and a bullet that states a preference,
-  a "remember that…" (said by the user) or a decision becomes a proposed semantic write;
+  change): each bullet's cited session turn is read back, and a bullet that states a decision, a
+  preference or a "remember that…" becomes a proposed semantic write, on the page the rules of
+  dory.sessions.facts give it (a decision page, a person's or the project's page, a thing's page;
+  core/user.md only for what the user said about themselves in two sessions, or asked to remember);
 - notes that searches keep returning (recall events): a note that is not already a canonical page,
   returned by at least `[digest] recall_min_queries` distinct queries, is proposed as a concept
   page holding the passage recalled most often.
 
 Gates, in order, each counted in the run's outputs when it stops a candidate: the source must be
 readable and still say it (grounded in the cited line: at least half of the statement's words in
-the cited turn or passage), must not come from quarantined material or a deleted session, must not
-match a claim that was retired (forgotten), and must not already be an active claim (the semantic
-write's own dry run says "unchanged"). Proposals are idempotent by content and source (the
+the cited turn or passage), must not come from quarantined material or a deleted session, must be
+said again in another session when it is about the user and not an explicit "remember" (said_once),
+must not match a claim that was retired (forgotten), and must not already be an active claim (the
+semantic write's own dry run says "unchanged"). Proposals are idempotent by content and source (the
 proposal store), so nothing proposed, applied or rejected is ever proposed again.
 """
 
@@ -35,17 +38,19 @@ from dory.jobs.job import JobContext, JobResult
 from dory.memory import claims
 from dory.models import MemoryWriteRequest
 from dory.search.recall_log import Recalled, RecallLog
-from dory.sessions import extract
-from dory.sessions.compaction import fact_of
-from dory.sessions.transcript import message_at_line, parse_session
+from dory.sessions import extract, facts
+from dory.sessions.store import SessionStore
+from dory.sessions.transcript import Message, Session, message_at_line, parse_session
 
 AGENT = "dory dream"
 GROUNDED = 0.5  # share of a statement's words its cited source must contain
 CANONICAL = re.compile(r"^(?:people/[^/]+|concepts/[^/]+|decisions/[^/]+|projects/[^/]+/state|core/[^/]+)\.md$")
 # Generated and raw areas: a digest or a report recalled often is not knowledge of its own.
 NOT_PROMOTED = ("digests/", "inbox/", "wiki/", "sources/")
-# Sessions lines summarise and Important Values list values: neither states a fact on its own.
-STATEMENT_SECTIONS = frozenset(DAILY_SECTIONS) - {"Sessions", "Important Values"}
+# Important Values list values: they state no fact on their own. A Sessions line is read for its gist,
+# the sentence after its label (the digest keeps that sentence out of the other sections).
+STATEMENT_SECTIONS = frozenset(DAILY_SECTIONS) - {"Important Values"}
+_SESSION_LABEL = re.compile(r"^\*\*.*?\*\* \([^()\n]*· \d+ turns\)(?:: |$)")
 _SPEAKER = re.compile(r"^[A-Z][\w .'-]{0,30}: ")
 
 
@@ -58,8 +63,8 @@ class Candidate:
 class Dream:
     """One dreaming run: gathers candidates, gates them, proposes what passes."""
 
-    def __init__(self, ctx: JobContext, store: IndexStore, log: RecallLog) -> None:
-        self.ctx, self.store, self.log = ctx, store, log
+    def __init__(self, ctx: JobContext, store: IndexStore, log: RecallLog, sessions: SessionStore | None) -> None:
+        self.ctx, self.store, self.log, self.sessions = ctx, store, log, sessions
         self.corpus = ctx.settings.corpus
         self.stopped: Counter[str] = Counter()
         self.warnings: list[str] = []
@@ -81,10 +86,28 @@ class Dream:
             if self.log.dreamed(rel, sha256_of(data)):
                 continue
             read.append((rel, sha256_of(data)))
-            for title, lines in sections_of(data.decode("utf-8", "replace")).items():
-                if title in STATEMENT_SECTIONS:
-                    out += [c for line in lines if (item := cited(line)) and (c := self._from_bullet(rel, *item))]
+            out += self._from_digest(rel, data.decode("utf-8", "replace"))
         return out, read
+
+    def _from_digest(self, rel: str, text: str) -> list[Candidate]:
+        """Candidates from one daily digest's statement bullets, each (text, turn) read once: a session's
+        gist may also be one of its decisions."""
+        out: list[Candidate] = []
+        seen: set[tuple[str, Source]] = set()
+        for title, lines in sections_of(text).items():
+            if title not in STATEMENT_SECTIONS:
+                continue
+            for line in lines:
+                item = cited(line)
+                if item is None:
+                    continue
+                said = _SESSION_LABEL.sub("", item[0]) if title == "Sessions" else item[0]
+                if not said or (said, item[1]) in seen:
+                    continue
+                seen.add((said, item[1]))
+                if candidate := self._from_bullet(rel, said, item[1]):
+                    out.append(candidate)
+        return out
 
     def _from_bullet(self, digest: str, text: str, source: Source) -> Candidate | None:
         statement = _SPEAKER.sub("", text.replace("**", "").replace("`", ""))
@@ -93,27 +116,32 @@ class Dream:
         turn = self._turn(source.path, source.line)
         if turn is None:
             return None
-        role, said = turn
-        found = fact_of(statement, role)
+        session, message = turn
+        speaker, _ = extract.split_speaker(message.text)
+        found = facts.classify(statement, message.role, speaker, facts.project_of(session))
         if found is None:
             return None
-        if not _grounded(statement, said):
+        if not _grounded(statement, message.text):
             self.stopped["not_grounded"] += 1
             return None
-        kind, subject = found
+        settled, why = facts.settle(found, self.sessions, statement, source.path)
+        if settled is None:  # about the user, said once, and no project to file it under
+            self.stopped["said_once"] += 1
+            return None
+        found, reason = settled, f"from the daily digest {digest}" + (f"; {why}" if why else "")
         write = MemoryWriteRequest(
-            subject=subject,
+            subject=found.subject,
             content=text[:2000],
-            kind=kind,
-            scope="decision" if kind == "decision" else None,
+            kind=found.kind,
+            scope=found.scope,
             agent=AGENT,
             source=f"{source.path}#L{source.line}",
-            reason=f"from the daily digest {digest}",
+            reason=reason,
         )
         return Candidate(write, "digest")
 
-    def _turn(self, rel: str, line: int) -> tuple[str, str] | None:
-        """(role, text) of the session turn at `line`; None (and counted) when it cannot be used."""
+    def _turn(self, rel: str, line: int) -> tuple[Session, Message] | None:
+        """The session and its turn at `line`; None (and counted) when it cannot be used."""
         try:
             session = parse_session(rel, (self.corpus / rel).read_bytes())
         except (OSError, ValueError):
@@ -126,7 +154,7 @@ class Dream:
         if message is None:
             self.stopped["not_grounded"] += 1
             return None
-        return message.role, message.text
+        return session, message
 
     # -- from recall -------------------------------------------------------------------------
     def from_recall(self) -> list[Candidate]:
@@ -214,8 +242,11 @@ def run(ctx: JobContext) -> JobResult:
     if store is None:
         return JobResult(warnings=["the corpus has not been indexed yet; run `dory reindex` (or `dory ops watch`)"])
     log = RecallLog(ctx.settings.recall_log_path)
+    sessions = None
+    if ctx.settings.sessions_db_path.exists():  # where dreaming looks for a statement said again
+        sessions = SessionStore(ctx.settings.sessions_db_path, ctx.settings.index.tokenizer, readonly=True)
     try:
-        dream = Dream(ctx, store, log)
+        dream = Dream(ctx, store, log, sessions)
         from_digests, read = dream.from_digests()
         from_recall = dream.from_recall()
         dream.propose(from_digests + from_recall)
@@ -224,6 +255,8 @@ def run(ctx: JobContext) -> JobResult:
                 log.mark_dreamed(rel, sha)
     finally:
         log.close()
+        if sessions is not None:
+            sessions.close()
     outputs: dict[str, Any] = {
         "digests_read": len(read),
         "candidates": len(from_digests) + len(from_recall),

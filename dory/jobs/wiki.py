@@ -22,6 +22,7 @@ from dory.config import Settings
 from dory.corpus.document import Document, ReadProblem, parse_document, read_document
 from dory.corpus.paths import WIKI_ROOT, IgnoreRules
 from dory.corpus.scan import scan_paths
+from dory.corpus.shorten import shorten
 from dory.jobs import generated
 from dory.jobs.job import JobContext, JobResult
 from dory.memory.canonical import Page, entry_date, latest_timeline_date, parse_page
@@ -320,8 +321,7 @@ def _first_sentence(text: str) -> str:
 
 
 def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
-    text = _flat(text)
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return shorten(text, limit)
 
 
 # --- writing and pruning -----------------------------------------------------------------------

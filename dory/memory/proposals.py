@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dory.corpus.atomic import file_hash, write_atomic
+from dory.corpus.shorten import shorten_slug
 from dory.errors import NotFound, StaleProposal, UsageError, WriteConflict
 from dory.memory.entities import slugify
 from dory.models import (
@@ -66,7 +67,7 @@ class ProposalStore:
             if self._path_of(proposal_id) is not None:
                 raise WriteConflict(f"a proposal with id {proposal_id} already exists", id=proposal_id)
         else:
-            proposal_id = self._free_id(f"{now:%Y%m%d-%H%M%S}-{slugify(write.subject)[:40]}-{digest[:8]}")
+            proposal_id = self._free_id(f"{now:%Y%m%d-%H%M%S}-{shorten_slug(slugify(write.subject), 40)}-{digest[:8]}")
         target = self.corpus / str(dry.target_path) if dry.target_path else None
         proposal = Proposal(
             id=proposal_id,

@@ -36,12 +36,12 @@ from dory.models import (
 )
 from dory.service.context import read_summary, session_messages
 from dory.service.session_deps import SessionDeps
-from dory.sessions import compaction
+from dory.sessions import compaction, facts
 from dory.sessions.files import info
 from dory.sessions.harness import harness_root, this_device, transcripts
 from dory.sessions.importers import detect_format, parse_source
 from dory.sessions.packing import MESSAGE_OVERHEAD, PackMessage
-from dory.sessions.transcript import Message
+from dory.sessions.transcript import Message, Session
 
 CHANGED = ("created", "appended", "updated")
 _JSONL_TYPES = {"user": "user", "assistant": "assistant", "tool": "tool_result", "system": "system"}
@@ -192,7 +192,7 @@ class SessionService:
         summary_rel = files.summary_path(rel)
         previous = read_summary(settings.corpus / summary_rel)
         warnings: list[str] = []
-        created, existing = self._flush(rel, session.agent, covered, req.dry_run, warnings)
+        created, existing = self._flush(rel, session, covered, req.dry_run, warnings)
         method, block, counters = self._summarise(covered, previous, warnings)
         count = self.deps.resources.token_counter().count
         tokens_before = sum(count(m.text) + MESSAGE_OVERHEAD for m in messages)
@@ -227,7 +227,7 @@ class SessionService:
         rel = files.resolve(req.id)
         session, _ = files.load(rel)
         warnings: builtins.list[str] = []
-        created, existing = self._flush(rel, session.agent, session_messages(session), req.dry_run, warnings)
+        created, existing = self._flush(rel, session, session_messages(session), req.dry_run, warnings)
         return FlushResponse(
             session_id=session.session_id,
             path=rel,
@@ -261,20 +261,32 @@ class SessionService:
             return "extractive", compaction.render(compaction.extractive(covered, cap), cap), client.counters.as_dict()
 
     def _flush(
-        self, rel: str, agent: str, covered: builtins.list[PackMessage], dry_run: bool, warnings: builtins.list[str]
+        self,
+        rel: str,
+        session: Session,
+        covered: builtins.list[PackMessage],
+        dry_run: bool,
+        warnings: builtins.list[str],
     ) -> tuple[builtins.list[str], int]:
-        """Durable facts in the session become proposals (idempotent: the same fact is proposed once)."""
+        """Durable facts in the session become proposals (idempotent: the same fact is proposed once).
+        A statement about the user goes to core only once said in another session too (facts.settle)."""
         created, existing = [], 0
-        for fact in compaction.durable_facts(covered):
+        store = self.deps.resources.session_store()
+        for fact in compaction.durable_facts(covered, facts.project_of(session)):
+            settled, reason = facts.settle(fact.found, store, fact.content, rel)
+            if settled is None:  # about the user, said once, and no project to file it under
+                continue
             write = MemoryWriteRequest(
-                subject=fact.subject,
+                subject=settled.subject,
                 content=fact.content,
-                kind=fact.kind,
+                kind=settled.kind,
+                scope=settled.scope,
                 source=f"{rel}#{fact.message_id}",
-                agent=agent,
+                agent=session.agent,
+                reason=reason,
             )
             if dry_run:
-                warnings.append(f"would propose ({fact.kind}, {fact.subject}): {fact.content}")
+                warnings.append(f"would propose ({settled.kind}, {settled.subject}): {fact.content}")
                 continue
             try:
                 result = self.deps.propose(ProposalCreateRequest(write=write))

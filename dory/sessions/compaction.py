@@ -12,10 +12,9 @@ to recover.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
-from dory.sessions import extract
+from dory.sessions import extract, facts
 from dory.sessions.packing import PackMessage
 from dory.sessions.transcript import TOOL_CALLS
 
@@ -71,7 +70,7 @@ def extractive(turns: list[PackMessage], word_cap: int = 400) -> Parts:
     mentioned = [
         p for p in extract.paths_in([t for r, t in texts if r != "tool"], ITEMS_PER_SECTION) if p not in found["files"]
     ]
-    decisions = extract.cued(said, extract.DECISION, ITEMS_PER_SECTION)
+    decisions = extract.decisions(said, ITEMS_PER_SECTION)
     pending = extract.cued([s for s in said if s.turn >= len(turns) // 2], extract.PENDING, ITEMS_PER_SECTION)
     taken = {s.text for s in decisions + pending}
     values = found["urls"] + found["commands"] + found["errors"] + mentioned + found["ids"]
@@ -144,60 +143,40 @@ def _block(sections: list[list[str]]) -> str:
 
 # --- durable facts flushed into proposals before summarising ---------------------------------------
 
-PREFERENCE = re.compile(
-    r"\b(?:i (?:prefer|always|never|usually|like to|don't like|hate)|please always|"
-    r"please never|don't ever|my (?:preferred|favourite|favorite))\b",
-    re.IGNORECASE,
-)
-REMEMBER = re.compile(r"\b(?:remember that|note that|for the record|keep in mind that)\b", re.IGNORECASE)
 MAX_FACTS = 10
 
 
 @dataclass(frozen=True)
 class Fact:
-    kind: str  # preference | fact | decision
-    subject: str
+    found: facts.Found  # what it states and where it belongs (facts.classify)
     content: str
     message_id: str
 
+    @property
+    def kind(self) -> str:
+        return self.found.kind
 
-def durable_facts(turns: list[PackMessage]) -> list[Fact]:
-    """Statements worth keeping beyond this session: the user's preferences and explicit 'remember
-    that…' notes (about the user), and decisions (each its own decision page)."""
-    facts: list[Fact] = []
+    @property
+    def subject(self) -> str:
+        return self.found.subject
+
+
+def durable_facts(turns: list[PackMessage], project: str | None = None) -> list[Fact]:
+    """Statements worth keeping beyond this session, each with where it belongs (facts.classify):
+    decisions, and what the user says about themselves or about the project."""
+    found: list[Fact] = []
     seen: set[str] = set()
     for message in turns:
         if message.role not in ("user", "assistant"):
             continue
         for sentence in extract.sentences([(message.role, message.text)]):
-            found = fact_of(sentence.text, message.role)
-            if found is None or sentence.text.lower() in seen:
+            fact = facts.classify(sentence.text, message.role, sentence.speaker, project)
+            if fact is None or sentence.text.lower() in seen:
                 continue
             seen.add(sentence.text.lower())
-            facts.append(Fact(found[0], found[1], sentence.text[:ITEM_CHARS], message.id))
-    return facts[-MAX_FACTS:]
-
-
-def fact_of(text: str, role: str) -> tuple[str, str] | None:
-    """(kind, subject) when a sentence said by `role` is worth keeping beyond its session: a
-    preference or a 'remember that' (about the user), or a decision (its own page, named by its
-    first words)."""
-    kind = _fact_kind(text, role)
-    if kind is None:
-        return None
-    return kind, "user" if kind != "decision" else " ".join(text.split()[:8]).rstrip(".,;:")
-
-
-def _fact_kind(text: str, role: str) -> str | None:
-    if role == "user" and PREFERENCE.search(text):
-        return "preference"
-    if role == "user" and REMEMBER.search(text):
-        return "fact"
-    if extract.DECISION.search(text) and re.search(
-        r"\b(?:decided|decision|agreed|settled on|from now on)\b", text, re.IGNORECASE
-    ):
-        return "decision"
-    return None
+            content = sentence.attributed()[:ITEM_CHARS]
+            found.append(Fact(fact, content, message.id))
+    return found[-MAX_FACTS:]
 
 
 def summary_file(

@@ -1,7 +1,9 @@
 """Deterministic extraction from conversation turns: the fallback when no language model is configured.
 
 Used by compaction (and by digests): exact values (paths, URLs, ids, error lines, commands) are copied
-verbatim, never paraphrased; decisions and open tasks are found by cue phrases; the sentences that
+verbatim, never paraphrased; open tasks are found by cue phrases, decisions by stricter ones (a
+choice stated as made, with its subject, and not under a negation, a doubt or a question mark:
+`is_decision`), each named by the clause it decides (`decision_subject`); the sentences that
 best represent a stretch of conversation are picked by centrality (similarity of a sentence's word
 profile to the whole's, TF-IDF weighted), with near-duplicates dropped. Digests also want what
 *happened*: `salient` favours informative sentences that report an event in the first person
@@ -13,7 +15,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from dory.corpus.shorten import shorten
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -46,12 +51,71 @@ COMMAND_CALL = re.compile(r"^(?:bash|shell|exec|run|local_shell|terminal|command
 EDIT_CALL = re.compile(
     r"^(?:edit|write|multiedit|apply_patch|create|str_replace\w*|notebookedit|patch)\s*:\s*(.+)$", re.IGNORECASE
 )
+# A decision is a choice someone states as made: a first-person subject that decided, chose, settled
+# on or agreed to something ("we decided to…", "I went with…"), a collective "let's go with / we'll
+# use…", "I'll use X instead of Y", "the decision is to…", or a `Decision:` label. Talk *about*
+# deciding is not one: "a big decision", "what made you decide?", "agreed!", "let's keep going".
+_ADVERBS = r"(?: (?:just|finally|now|already|also|eventually|then|all|both|together|jointly|recently|quickly))*"
+_CHOICE = r"(?:go with|stick with|switch to|move to|settle on|opt for|use|adopt|keep using|standardi[sz]e on)"
 DECISION = re.compile(
-    r"\b(?:decided|decide to|decision|we(?:'ll| will) (?:use|go with|keep|switch)|let's (?:use|go with|keep|switch)|"
-    r"going with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|from now on|plan is to|"
-    r"i(?:'ll| will) (?:use|go with|start|join|take|apply|move))\b",
+    rf"\b(?:i|we)(?:'ve| have| had)?{_ADVERBS} (?:decided|chose|picked(?! up\b)|opted for|settled on|went with|"
+    r"switched to|agreed (?:to|on|that)|made (?:the|a|our|my) (?:decision|call|choice) to)\b"
+    rf"|\b(?:let's|let us|we(?:'ll| will| are going to|'re going to)){_ADVERBS} {_CHOICE}\b"
+    rf"|\bi(?:'ll| will|'m going to| am going to){_ADVERBS} (?:go with|stick with|switch to|settle on|opt for)\b"
+    r"|\bi(?:'ll| will|'m going to| am going to) use\b.{1,80}?\b(?:instead of|rather than)\b"
+    r"|\b(?:the|our|my) (?:decision|choice|plan) (?:is|was) (?:to|that)\b"
+    r"|^(?:decision|decided|chosen)\s*:"
+    r"|^(?:ok(?:ay)?,?\s+)?(?:going with|went with|settled on|switch(?:ed|ing) to|decided (?:to|on|against))\b"
+    r"|^from now on\b|\bfrom now on,? (?:i|we|let's)\b",
     re.IGNORECASE,
 )
+# A cue under a negation, a condition or a doubt states no decision ("if we decide to…", "we never
+# agreed to…", "maybe we'll use…"); neither does a question.
+_NOT_SETTLED = re.compile(
+    r"(?:\b(?:not|never|if|whether|unless|maybe|perhaps|might|may|could|should|would)\b|n't)[\s,]*(?:\w+[\s,]+){0,2}$",
+    re.IGNORECASE,
+)
+
+
+def is_decision(text: str) -> bool:
+    """Whether a sentence states a decision taken (see DECISION), not a question or a doubt about one."""
+    text = text.replace("\u2019", "'")  # typographic apostrophes: "let\u2019s" is "let's"
+    if text.rstrip().endswith("?"):
+        return False
+    return any(not _NOT_SETTLED.search(text[: match.start()]) for match in DECISION.finditer(text))
+
+
+# What the decision is, read off its sentence: the clause after the cue, without its subject,
+# auxiliaries and "decided to", up to where the reasons start ("…, because…", "… - even though…").
+_LEAD = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|but|then),?\s+)?(?:from now on,?\s+)?"
+    r"(?:(?:the|our|my) (?:decision|choice|plan) (?:is|was) (?:to |that )?|(?:decision|decided|chosen)\s*:\s*|"
+    rf"(?:i|we|let's|let us)(?:'ve|'ll|'re|'m| have| had| will| are going to| am going to)?{_ADVERBS}\s+)?"
+    r"(?:(?:decided|made (?:the|a|our|my) (?:decision|call|choice)) (?:to|on|that)\s+)?",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(
+    r"[,;:!?()\[\]]|\s[-–—]\s|\.(?:\s|$)|\s'cause\b|\b(?:because|since|so that|so|but|which|even though|although|"
+    r"though|while|as (?:it|they|we|i|this|that|the)|given that|considering)\b",
+    re.IGNORECASE,
+)
+SUBJECT_CHARS = 80
+
+
+def decision_subject(text: str) -> str:
+    """A decision's name: the clause it decides ("We decided to use SQLite because…" → "Use SQLite"),
+    at most SUBJECT_CHARS and cut at a word; the sentence's start when no cue is found."""
+    flat = " ".join(text.replace("\u2019", "'").split())
+    start = next((m.start() for m in DECISION.finditer(flat) if not _NOT_SETTLED.search(flat[: m.start()])), 0)
+    clause = _LEAD.sub("", flat[start:], count=1)
+    end = _CLAUSE_END.search(clause)
+    clause = (clause[: end.start()] if end else clause).strip(" .,;:-–—'\"")
+    if len(clause.split()) < 1 or not any(ch.isalnum() for ch in clause):
+        clause = flat.rstrip(".!?")
+    clause = shorten(clause, SUBJECT_CHARS).removesuffix("…").rstrip(" ,;:-–—")
+    return clause[:1].upper() + clause[1:]
+
+
 PENDING = re.compile(
     r"(?:^\s*[-*] \[ \]|\btodo\b|\bfixme\b|\bnext(?: step)?s?\b|\bneed(?:s)? to\b|\bstill (?:need|have|to)\b|"
     r"\bremaining\b|\bpending\b|\bnot yet\b|\blater\b|\bfollow[- ]up\b|\bplan(?:ning)? to\b|\bgoing to\b|"
@@ -140,17 +204,22 @@ def sentences(turns: list[tuple[str, str]]) -> list[Sentence]:
     out = []
     for index, (role, text) in enumerate(turns):
         prose = re.sub(r"```.*?(?:```|$)", " ", text, flags=re.DOTALL)
-        speaker = None
-        if (m := _SPEAKER.match(prose)) and (
-            name := (m.group("bold") or m.group("plain")).strip()
-        ).lower() not in _NOT_SPEAKERS:
-            speaker = name
-            prose = prose[m.end() :]
+        speaker, prose = split_speaker(prose)
         for piece in _SENTENCE.split(prose):
             piece = " ".join(piece.split())
             if len(piece) >= 12 and any(ch.isalpha() for ch in piece):
                 out.append(Sentence(piece, index, role, speaker))
     return out
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """(the speaker a turn names, the rest of it): `**Alice** (10:02): hi` → ("Alice", "hi"); a turn
+    that names nobody (or opens with a label such as `TODO:`) → (None, text)."""
+    if (m := _SPEAKER.match(text)) and (
+        name := (m.group("bold") or m.group("plain")).strip()
+    ).lower() not in _NOT_SPEAKERS:
+        return name, text[m.end() :]
+    return None, text
 
 
 def words(text: str) -> list[str]:
@@ -230,14 +299,22 @@ def _overlap(a: Counter[str], b: Counter[str]) -> float:
     return len(a.keys() & b.keys()) / min(len(a), len(b))
 
 
-def cued(items: list[Sentence], cue: re.Pattern[str], limit: int) -> list[Sentence]:
+def cued(items: list[Sentence], cue: re.Pattern[str] | Callable[[str], bool], limit: int) -> list[Sentence]:
+    """The sentences a cue (a pattern, or a test such as `is_decision`) finds, each text once, the
+    latest `limit` of them: earlier ones are more often revisited."""
+    test = cue.search if isinstance(cue, re.Pattern) else cue
     found, seen = [], set()
     for item in items:
         key = item.text.lower()
-        if cue.search(item.text) and key not in seen:
+        if test(item.text) and key not in seen:
             seen.add(key)
             found.append(item)
-    return found[-limit:]  # the latest ones: earlier decisions are more often revisited
+    return found[-limit:]
+
+
+def decisions(items: list[Sentence], limit: int) -> list[Sentence]:
+    """The latest `limit` sentences that state a decision taken (`is_decision`)."""
+    return cued(items, is_decision, limit)
 
 
 def values(texts: list[str], calls: list[str], limit: int) -> dict[str, list[str]]:

@@ -1,6 +1,9 @@
 """Dreaming (dory/jobs/dreaming.py), run through the real service: a daily digest's decision and preference
-become proposals in inbox/proposed/ citing the session turn they came from, and every gate stops what it
-should (a turn that no longer says it, a claim already active, a deleted session, a forgotten claim);
+become proposals in inbox/proposed/ citing the session turn they came from, each on its page (the decision
+named by its clause; the user's preference on core/user.md only once they said it in another session too;
+a project's fact on the project's page; what a named speaker says on that person's page), and every gate
+stops what it should (a turn that no longer says it, a claim already active, a deleted session, a forgotten
+claim, a statement about the user said once);
 runs are idempotent, a rejected proposal never comes back, dry runs write nothing. Recall promotion
 proposes the note many distinct queries keep finding, never one query repeated, a canonical page or a
 quarantined note.
@@ -30,12 +33,14 @@ from dory.models import (
     ReindexRequest,
     SearchHit,
     SearchRequest,
+    SessionListRequest,
     SessionUpdateRequest,
 )
 from dory.search.recall_log import RecallLog
 from dory.service import DoryService
 
 DAY = "2026-11-18"
+EARLIER = "2026-11-02"  # a day nobody digests: the preference was said then too
 DIGEST = f"digests/daily/{DAY}.md"
 PERIOD = "2026-11-20"
 DECISION = "We decided to use SQLite FTS5 because it is fast."
@@ -77,6 +82,12 @@ class Dreamer:
         return {p.write.content: p for p in self.proposed()}
 
 
+def first_line(d: Dreamer, rel: str) -> int:
+    line = turns(d.root, rel)[0].start_line
+    assert line is not None
+    return line
+
+
 @pytest.fixture(autouse=True)
 def utc_days(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(digest_daily, "local_zone", lambda: dt.UTC)
@@ -84,13 +95,15 @@ def utc_days(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[Dreamer]:
-    """A template corpus (core/user.md exists) with two notes, indexed, and one session; no digest yet."""
+    """A template corpus (core/user.md exists) with two notes, indexed, and two sessions: an older one where
+    the user said their preference first, and the day's session; no digest yet."""
     root = new_corpus(tmp_path / "corpus")
     (root / RUST).write_text(RUST_NOTE, encoding="utf-8")
     (root / TOKIO).write_text(TOKIO_NOTE, encoding="utf-8")
     svc = DoryService(load_settings(root, {"embedder.backend": "none", "digest.quiet_minutes": 0}, env={}))
     try:
         svc.reindex(ReindexRequest())
+        ingest(svc, [rec("user", f"{EARLIER}T09:00:00Z", "I prefer short answers, please.", session_id="s-0")])
         [rel] = ingest(
             svc,
             [
@@ -142,17 +155,22 @@ def test_the_digest_s_decision_and_preference_become_proposals(d: Dreamer) -> No
     assert (decision.kind, decision.scope, decision.subject, decision.agent, decision.source, decision.reason) == (
         "decision",
         "decision",
-        "We decided to use SQLite FTS5 because it",
+        "Use SQLite FTS5",  # the clause it decides, not the sentence's first words
         "dory dream",
         f"{d.transcript}#L{d.line_of(1)}",
         f"from the daily digest {DIGEST}",
     )
-    assert (preference.kind, preference.subject, preference.agent, preference.source) == (
+    assert (preference.kind, preference.subject, preference.scope, preference.agent, preference.source) == (
         "preference",
         "user",
+        None,
         "dory dream",
         f"{d.transcript}#L{d.line_of(2)}",
     )
+    [older] = [p for p in d.svc.sessions.list(SessionListRequest()).sessions if p.session_id == "s-0"]
+    again = f"{older.path}#L{first_line(d, older.path)}"
+    assert preference.reason == f"from the daily digest {DIGEST}; the user said it in another session too ({again})"
+    assert {p.plan.target_path for p in d.proposed()} == {"decisions/use-sqlite-fts5.md", "core/user.md"}
     lines = (d.root / d.transcript).read_text(encoding="utf-8").split("\n")
     assert lines[d.line_of(1) - 1].endswith(turns(d.root, d.transcript)[1].id)  # the source is the turn's heading
     for proposal in d.proposed():
@@ -235,7 +253,7 @@ def test_a_dry_run_creates_no_proposal(d: Dreamer) -> None:
     dry = d.dream(dry_run=True)
     assert (dry.status, dry.outputs["written"], dry.outputs["stopped"]) == ("dry_run", 2, {})
     assert sorted(dry.outputs["proposals"]) == sorted(
-        [f"(dry run) We decided to use SQLite FTS5 because it: {DECISION}", f"(dry run) user: {PREFERENCE}"]
+        [f"(dry run) Use SQLite FTS5: {DECISION}", f"(dry run) user: {PREFERENCE}"]
     )
     assert d.files() == [] and d.files("inbox/applied") == [] and d.files("inbox/rejected") == []
     real = d.dream()  # the dry run did not mark the digest as dreamed

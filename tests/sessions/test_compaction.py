@@ -30,6 +30,7 @@ from dory.models import (
 from dory.service import DoryService
 from dory.sessions import compaction
 from dory.sessions.compaction import CLOSE, OPEN, SECTIONS, Parts
+from dory.sessions.facts import Found
 from dory.sessions.packing import PackMessage
 
 SESSION_ID = "compact-1"
@@ -73,6 +74,7 @@ RECORDS: list[dict[str, Any]] = [
 DECISION = "We decided to switch to token auth for the pelican deploy from now on."
 PREFERENCE = "I prefer tabs over spaces in every shell script."
 REMEMBER = "Remember that the staging cluster is called heron-7."
+SUBJECT = "Switch to token auth for the pelican deploy from now on"  # the decision's clause, whole words
 GOOD_ANSWER = {
     "files_modified": ["config/deploy.toml", "  config/deploy.toml  ", "CONFIG/DEPLOY.TOML"],
     "key_decisions": ["Switch the pelican deploy\n   to token auth."],
@@ -189,6 +191,13 @@ def llm() -> Iterator[FakeLlm]:
 
 def ids(svc: DoryService) -> list[str]:
     return [turn.id for turn in svc.sessions.show(SESSION_ID).turns]
+
+
+def first_line(svc: DoryService, session_id: str) -> int:
+    """The line a session's first turn starts on."""
+    line = svc.sessions.show(session_id).turns[0].start_line
+    assert line is not None
+    return line
 
 
 def compact(svc: DoryService, **fields: Any) -> CompactResponse:
@@ -346,27 +355,52 @@ def test_from_llm_treats_missing_fields_as_empty() -> None:
 
 
 # -- durable facts ----------------------------------------------------------------------------------
-def test_durable_facts_are_user_preferences_notes_and_decisions() -> None:
+def test_durable_facts_are_decisions_and_what_the_user_says_each_with_its_page() -> None:
     turns = [
         msg("m-1", "user", "I prefer dark mode in every editor. The build is green again."),
         msg("m-2", "assistant", "I prefer nothing at all. Remember that I am only a bot."),  # not the user's
         msg("m-3", "tool", "We decided to drop Python 3.9 support."),  # tool output states nothing
         msg("m-4", "assistant", "After the review we decided to drop Python 3.9 support, finally."),
-        msg("m-5", "user", "Remember that the staging cluster is heron-7."),
-        msg("m-6", "user", "We will use Redis for caching."),  # a decision cue, but nothing settled
+        msg("m-5", "user", "Remember that the staging cluster is heron-7."),  # about a thing: its own page
+        msg("m-6", "user", "We will use Redis for caching."),  # a collective choice is a decision
         msg("m-7", "user", "i prefer dark mode in every editor."),  # the same preference again
         msg("m-8", "user", "We agreed on the plan today."),
+        msg("m-9", "user", "Remember that I am allergic to peanuts."),  # asked to remember, about themselves
+        msg("m-10", "user", "Should we decide on a database? Agreed, what a big decision."),  # no decision
+        msg("m-11", "user", "I always run the tests in this repo with -x."),  # about the repo, no project known
     ]
-    assert [(f.kind, f.subject, f.content, f.message_id) for f in compaction.durable_facts(turns)] == [
-        ("preference", "user", "I prefer dark mode in every editor.", "m-1"),
+    got = [
+        (f.kind, f.subject, f.found.scope, f.found.needs_repeat, f.content, f.message_id)
+        for f in compaction.durable_facts(turns)
+    ]
+    assert got == [
+        ("preference", "user", None, True, "I prefer dark mode in every editor.", "m-1"),
         (
             "decision",
-            "After the review we decided to drop Python",
+            "Drop Python 3.9 support",
+            "decision",
+            False,
             "After the review we decided to drop Python 3.9 support, finally.",
             "m-4",
         ),
-        ("fact", "user", "Remember that the staging cluster is heron-7.", "m-5"),
-        ("decision", "We agreed on the plan today", "We agreed on the plan today.", "m-8"),
+        ("fact", "staging cluster", "concept", False, "Remember that the staging cluster is heron-7.", "m-5"),
+        ("decision", "Use Redis for caching", "decision", False, "We will use Redis for caching.", "m-6"),
+        ("decision", "Agreed on the plan today", "decision", False, "We agreed on the plan today.", "m-8"),
+        ("fact", "user", None, False, "Remember that I am allergic to peanuts.", "m-9"),
+    ]
+
+
+def test_durable_facts_of_a_session_in_a_project_go_to_its_page() -> None:
+    turns = [
+        msg("m-1", "user", "I always run the tests in this repo with -x."),
+        msg("m-2", "user", "Remember that the staging cluster is heron-7."),
+        msg("m-3", "user", "I prefer dark mode in every editor."),  # about the user: core if said again
+    ]
+    found = [f.found for f in compaction.durable_facts(turns, project="pelican")]
+    assert found == [
+        Found("preference", "pelican", "project"),
+        Found("fact", "pelican", "project"),
+        Found("preference", "user", None, needs_repeat=True, otherwise=Found("preference", "pelican", "project")),
     ]
 
 
@@ -439,18 +473,37 @@ def test_compact_flushes_facts_then_writes_the_summary_next_to_the_transcript(ma
     }
     assert svc.sessions.show(SESSION_ID).summary == text
 
-    # One proposal per durable fact, each pointing at the message it came from.
+    # One proposal per durable fact, each pointing at the message it came from; the user's preference,
+    # said in this session only, waits until they say it again (see the next test).
     files = proposal_files(root)
-    assert sorted(files) == sorted(f"{pid}.json" for pid in res.proposals) and len(files) == 3
+    assert sorted(files) == sorted(f"{pid}.json" for pid in res.proposals) and len(files) == 2
     writes = sorted((json.loads(data)["write"] for data in files.values()), key=lambda w: w["source"])
-    assert [(w["kind"], w["subject"], w["content"], w["source"]) for w in writes] == sorted(
+    assert [(w["kind"], w["subject"], w["scope"], w["content"], w["source"]) for w in writes] == sorted(
         [
-            ("preference", "user", PREFERENCE, f"{TRANSCRIPT}#{turn_ids[3]}"),
-            ("decision", "We decided to switch to token auth for", DECISION, f"{TRANSCRIPT}#{turn_ids[4]}"),
-            ("fact", "user", REMEMBER, f"{TRANSCRIPT}#{turn_ids[5]}"),
+            ("decision", SUBJECT, "decision", DECISION, f"{TRANSCRIPT}#{turn_ids[4]}"),
+            ("fact", "staging cluster", "concept", REMEMBER, f"{TRANSCRIPT}#{turn_ids[5]}"),
         ],
-        key=lambda w: w[3],
+        key=lambda w: w[4],
     )
+    plans = {json.loads(data)["plan"]["target_path"] for data in files.values()}
+    assert plans == {
+        "decisions/switch-to-token-auth-for-the-pelican-deploy-from-now-on.md",
+        "concepts/staging-cluster.md",
+    }
+
+
+def test_a_preference_the_user_said_in_another_session_too_is_proposed_for_core(make_service: MakeService) -> None:
+    svc = make_service()
+    earlier = [rec("user", "00:00", "I prefer tabs over spaces in shell scripts.", session_id="older", title="Style")]
+    [other] = svc.sessions.ingest(
+        SessionIngestRequest(content=jsonl(earlier), format="jsonl", device="laptop")
+    ).sessions
+    res = compact(svc, retain=2)
+    writes = [json.loads(data)["write"] for data in proposal_files(svc.settings.corpus).values()]
+    [preference] = [w for w in writes if w["kind"] == "preference"]
+    assert (preference["subject"], preference["scope"], preference["content"]) == ("user", None, PREFERENCE)
+    assert preference["reason"] == f"the user said it in another session too ({other.path}#L{first_line(svc, 'older')})"
+    assert len(res.proposals) == 3
 
 
 def test_compact_again_proposes_nothing_new(make_service: MakeService) -> None:
@@ -458,7 +511,7 @@ def test_compact_again_proposes_nothing_new(make_service: MakeService) -> None:
     first = compact(svc, retain=2)
     before = proposal_files(svc.settings.corpus)
     second = compact(svc, retain=2)
-    assert (second.proposals, second.proposals_existing) == ([], 3)
+    assert (second.proposals, second.proposals_existing) == ([], 2)
     assert proposal_files(svc.settings.corpus) == before
     assert second.summary == first.summary
 
@@ -472,9 +525,8 @@ def test_dry_run_writes_nothing_and_says_what_it_would_propose(make_service: Mak
     assert not (root / SUMMARY).exists() and proposal_files(root) == {}
     assert (res.dry_run, res.method, res.proposals, res.proposals_existing) == (True, "extractive", [], 0)
     assert res.warnings == [
-        f"would propose (preference, user): {PREFERENCE}",
-        f"would propose (decision, We decided to switch to token auth for): {DECISION}",
-        f"would propose (fact, user): {REMEMBER}",
+        f"would propose (decision, {SUBJECT}): {DECISION}",
+        f"would propose (fact, staging cluster): {REMEMBER}",
     ]
     assert res.summary == compact(svc, retain=2).summary  # what it showed is what a real run writes
 
@@ -562,7 +614,7 @@ def test_facts_are_proposed_before_the_model_is_asked(make_service: MakeService,
 
     llm.default = answer
     res = compact(svc, retain=2)
-    assert res.method == "llm" and len(res.proposals) == 3
+    assert res.method == "llm" and len(res.proposals) == 2
     assert seen == [sorted(f"{pid}.json" for pid in res.proposals)]
 
 
@@ -619,7 +671,7 @@ def test_a_failed_model_keeps_the_previous_summary_byte_for_byte(
     endpoint = f"{llm.url}/v1/chat/completions"
     assert res.warnings == [problem.replace("{endpoint}", endpoint) + "; the previous summary was kept"]
     assert res.llm == counters
-    assert res.proposals_existing == 3  # the facts were flushed all the same
+    assert res.proposals_existing == 2  # the facts were flushed all the same
 
 
 @pytest.mark.parametrize("case", list(FAILURES))

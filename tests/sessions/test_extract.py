@@ -106,21 +106,83 @@ def test_central_never_picks_a_sentence_without_content_words() -> None:
     assert [s.turn for s in extract.central(items, 5)] == [1]
 
 
-# -- cues -------------------------------------------------------------------------------------------
+# -- cues ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "text",
     [
         "We decided to keep SQLite for the index.",
         "Let's go with the blue theme for now.",
+        "Let\u2019s switch to uv for installs.",  # a typographic apostrophe
         "We'll use Postgres for the event store.",
+        "I'll use ruff instead of black.",
         "I settled on weekly releases after the retro.",
         "Switched to ruff instead of flake8 last week.",
         "From now on every change needs a changelog entry.",
         "The plan is to merge on Friday morning.",
+        "Decision: keep the index in SQLite.",
+        "We agreed on a two week sprint.",
+        "We've decided against the rewrite.",
+        "Last week, I decided to run for office again - even though it failed before.",
     ],
 )
-def test_decision_cues(text: str) -> None:
-    assert extract.DECISION.search(text)
+def test_a_decision_states_a_choice_made(text: str) -> None:
+    assert extract.is_decision(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Agreed, Caroline.",  # agreement with a remark
+        "Agreed!",
+        "It's a big decision, but I'm excited for what the future holds.",  # talk about deciding
+        "The decision log lives in the decisions folder.",
+        "What made you decide to switch?",  # questions
+        "Tough decision for you?",
+        "Should we decide on a database today?",
+        "Let's keep going!",  # encouragement
+        "We'll keep pushing each other and staying motivated.",
+        "I'll start thinking about what we can do.",
+        "I haven't decided yet.",  # not decided, or not by the speaker
+        "We never agreed to that.",
+        "I can't decide between the two.",
+        "Maybe we'll use Redis.",
+        "If we decide to switch, tell me first.",
+        "I'm not sure we'll use Redis.",
+        "I love that you chose pottery.",
+        "You can use margarine instead of butter.",  # advice to someone else
+        "I'll use grep to find it.",  # a tool for a step, no choice between options
+        "Instead of giving up, I turned it into a lesson.",
+        "I picked up a few new recipes.",
+    ],
+)
+def test_talk_about_deciding_is_no_decision(text: str) -> None:
+    assert not extract.is_decision(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("We decided to use SQLite FTS5 because it is fast.", "Use SQLite FTS5"),
+        ("Let's go with the blue theme for now.", "Go with the blue theme for now"),
+        ("I'll use ruff instead of black.", "Use ruff instead of black"),
+        ("Decision: keep the index in SQLite.", "Keep the index in SQLite"),
+        ("The plan is to merge on Friday morning.", "Merge on Friday morning"),
+        ("From now on, we review every change.", "Review every change"),
+        ("After the review we decided to drop Python 3.9 support, finally.", "Drop Python 3.9 support"),
+        ("We decided to do doggy playdates, which is awesome for the pets.", "Do doggy playdates"),
+        ("Last week, I decided to run for office again - even though it failed before.", "Run for office again"),
+        ("We agreed on a two week sprint.", "Agreed on a two week sprint"),
+        (
+            "So we decided to make the index a derived cache that can be rebuilt from the markdown corpus at any "
+            "time without losing anything.",
+            "Make the index a derived cache that can be rebuilt from the markdown corpus at",  # whole words
+        ),
+    ],
+)
+def test_a_decision_is_named_by_the_clause_it_decides(text: str, subject: str) -> None:
+    got = extract.decision_subject(text)
+    assert got == subject and len(got) <= extract.SUBJECT_CHARS
+    assert all(word in text for word in got.split()[1:])  # whole words of the sentence, never a piece of one
 
 
 @pytest.mark.parametrize(
@@ -143,10 +205,10 @@ def test_pending_cues(text: str) -> None:
     "text", ["The tests pass on every platform.", "Here is the diff you asked for.", "Thanks, that looks right to me."]
 )
 def test_plain_statements_are_neither_decisions_nor_pending(text: str) -> None:
-    assert not extract.DECISION.search(text) and not extract.PENDING.search(text)
+    assert not extract.is_decision(text) and not extract.PENDING.search(text)
 
 
-def test_cued_keeps_the_latest_matches_once_each() -> None:
+def test_decisions_keep_the_latest_ones_once_each() -> None:
     items = extract.sentences(
         [
             ("user", "We decided to use Redis for caching."),
@@ -154,13 +216,15 @@ def test_cued_keeps_the_latest_matches_once_each() -> None:
             ("user", "WE DECIDED TO USE REDIS FOR CACHING."),  # the same decision again, other case
             ("assistant", "We agreed on a two week sprint."),
             ("user", "Going with the managed database instead."),
+            ("user", "Agreed, that sounds like a big decision?"),
         ]
     )
-    assert [s.turn for s in extract.cued(items, extract.DECISION, 10)] == [0, 3, 4]
-    assert [s.text for s in extract.cued(items, extract.DECISION, 2)] == [
+    assert [s.turn for s in extract.decisions(items, 10)] == [0, 3, 4]
+    assert [s.text for s in extract.decisions(items, 2)] == [
         "We agreed on a two week sprint.",
         "Going with the managed database instead.",
     ]
+    assert [s.turn for s in extract.cued(items, extract.PENDING, 10)] == []  # a pattern still works as a cue
 
 
 # -- exact values -----------------------------------------------------------------------------------

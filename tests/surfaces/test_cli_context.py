@@ -230,7 +230,8 @@ def test_pack_then_compact_then_pack_starts_with_the_summary(run, root: Path, se
     dry = ok_json(dry)
     assert tree_digest(root) == before  # a dry run writes nothing: no summary, no proposal
     assert (dry["dry_run"], dry["method"], dry["proposals"], dry["messages_after"]) == (True, "extractive", [], 5)
-    assert dry["warnings"] == [f"would propose (decision, We decided to use the harbor crane for): {DECISION}"]
+    subject = "Use the harbor crane for the pelican project from now on"  # the clause decided, whole words
+    assert dry["warnings"] == [f"would propose (decision, {subject}): {DECISION}"]
 
     res = ok_json(run("sessions", "compact", SESSION_ID, "--retain", "4"))
     assert (res["path"], res["summary_path"], res["method"], res["dry_run"]) == (

@@ -195,9 +195,9 @@ class DoryService:
     def status(self) -> StatusResponse:
         return StatusReport(self.settings, self.owner).report()
 
-    def evaluate(self, req: EvalRequest) -> EvalResponse:
+    def evaluate(self, req: EvalRequest, progress: Progress = no_progress) -> EvalResponse:
         self._require_index()
-        return run_eval(req, self.search)
+        return run_eval(req, self.search, progress)
 
     # -- agent context -----------------------------------------------------------------------
     def wake(self, req: WakeRequest) -> WakeResponse:

@@ -224,8 +224,8 @@ def eval_command(
         scope_field=scope_field,
         per_query=per_query or as_json,
     )
-    with service(ctx) as svc:
-        res = svc.evaluate(req)
+    with service(ctx) as svc, terminal_progress() as progress:
+        res = svc.evaluate(req, progress)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.evaluation(res)
 
 

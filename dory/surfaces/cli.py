@@ -297,8 +297,8 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     wiki-refresh (YYYY-MM-DD), capture.
     """
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
-    with service(ctx) as svc:
-        res = svc.run_job(req)
+    with service(ctx) as svc, terminal_progress() as progress:
+        res = svc.run_job(req, progress)
     return res.model_dump(mode="json"), lambda: render.job_run(res)
 
 

@@ -1,6 +1,7 @@
 """A progress bar on a terminal (stderr), nothing when output is piped or captured.
 
-Long commands (reindex and its embedding, migrate, eval, sessions import-local) pass the callable
+Long commands (reindex and its embedding, migrate, eval, sessions import-local, `ops run reconcile`
+when no daemon runs it) pass the callable
 it yields to the service, which calls it with (phase, done, total); a phase is one bar, labelled
 from LABELS, with its count and time remaining."""
 

@@ -1,4 +1,5 @@
-"""Progress on long commands (eval, sessions import-local; reindex and migrate have their own tests):
+"""Progress on long commands (eval, sessions import-local, ops run reconcile; reindex and migrate have
+their own tests):
 the service reports each step to the progress callable it is given, with counts that only go up and
 end at the total; the CLI draws a bar from it on a terminal and prints nothing extra otherwise.
 
@@ -21,7 +22,7 @@ import pytest
 from support.waiting import DEADLINE_S
 
 from dory.config import load_settings
-from dory.models import EvalRequest, ReindexRequest, SessionImportRequest
+from dory.models import EvalRequest, JobRunRequest, ReindexRequest, SessionImportRequest
 from dory.service import DoryService
 
 FIXTURES = Path(__file__).resolve().parents[1] / "sessions" / "fixtures"
@@ -99,6 +100,15 @@ def test_import_local_reports_each_transcript(tmp_path: Path) -> None:
     assert calls == [("transcripts", 1, 3), ("transcripts", 2, 3), ("transcripts", 3, 3)]
 
 
+def test_a_reconcile_run_by_hand_reports_the_lexical_pass(lexical_service) -> None:
+    """Without a daemon, `dory ops run reconcile` indexes in this process: its progress shows."""
+    svc = lexical_service(NOTES)
+    calls, progress = recorder()
+    run = svc.run_job(JobRunRequest(job="reconcile"), progress)
+    assert run.status == "ok" and run.outputs["new"] == 5
+    assert counted_up_to_the_total(calls, "lexical", 5)
+
+
 # -- the CLI: quiet when not on a terminal, a bar when it is -------------------------------------
 @pytest.fixture
 def corpus(dory, tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
@@ -121,7 +131,14 @@ def corpus(dory, tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 COMMANDS = {
     "eval": (["eval", "{queries}", "--mode", "bm25,exact"], b"evaluating queries"),
     "import-local": (["sessions", "import-local"], b"importing transcripts"),
+    "reconcile": (["ops", "run", "reconcile", "--force"], b"indexing text"),  # new notes (see `edited`)
 }
+
+
+def edited(root: Path) -> None:
+    """Notes saved since the last reindex, for reconcile to index."""
+    for i in range(5, 9):
+        (root / f"n{i}.md").write_text(f"# Note {i}\nneedle {i}\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -129,6 +146,7 @@ def test_nothing_but_the_result_when_stderr_is_not_a_terminal(dory, corpus, name
     root, queries, env = corpus
     args, _ = COMMANDS[name]
     for extra in ([], ["--json"]):
+        edited(root)
         run = dory("--corpus", str(root), *[a.format(queries=queries) for a in args], *extra, env=env)
         assert run.code == 0, run
         assert run.stderr == "", run
@@ -165,6 +183,7 @@ def on_a_terminal(dory, args: list[str], env: dict[str, str]) -> tuple[Any, byte
 def test_a_bar_on_a_terminal_and_stdout_stays_the_result(dory, corpus, name: str) -> None:
     root, queries, env = corpus
     args, label = COMMANDS[name]
+    edited(root)
     run, terminal = on_a_terminal(
         dory, ["--corpus", str(root), *[a.format(queries=queries) for a in args], "--json"], env
     )

@@ -228,7 +228,7 @@ class RemoteService:
     def jobs(self) -> JobsResponse:
         return self.remote.call("GET", "/v1/jobs", JobsResponse)
 
-    def run_job(self, req: JobRunRequest) -> JobRun:
+    def run_job(self, req: JobRunRequest, *args: Any) -> JobRun:
         return self.remote.call("POST", "/v1/jobs/run", JobRun, req)
 
     def evaluate(self, req: EvalRequest, *args: Any) -> EvalResponse:

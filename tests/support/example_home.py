@@ -12,16 +12,13 @@ home made here has exactly these, and nothing of the developer's own machine:
 - `~/.codex/sessions/2026/11/21/rollout-….jsonl`: the Codex transcript of tests/sessions/fixtures;
 - `~/new.md`: the espresso note as the reader rewrote it (the `replace --file new.md` example).
 
-A source for `dory migrate SRC` is made where the example names it, when nothing is there yet
-(`migration_source`): by `--from FORMAT` when given, else by the name (a Notion export zip, a
-ChatGPT `conversations.json`, or a folder of markdown notes such as an Obsidian vault).
+A source for `dory migrate SRC` is made where an example names it (support/migration_sources.py).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -77,62 +74,3 @@ def claude_code_transcript(session_id: str, turns: list[tuple[str, str]]) -> str
             }
         )
     return "".join(json.dumps(record) + "\n" for record in records)
-
-
-# -- sources for `dory migrate` ------------------------------------------------------------------
-def migration_source(path: Path, from_format: str | None) -> str:
-    """Make a small source at `path` for a migrate example; returns what it made (for the report)."""
-    name = path.name.lower()
-    if from_format == "notion" or (from_format is None and "notion" in name):
-        _notion_zip(path)
-        return "a Notion export zip (two linked pages)"
-    if from_format == "chatgpt" or (from_format is None and ("conversations" in name or "chatgpt" in name)):
-        _chatgpt_export(path)
-        return "a ChatGPT conversations.json (one conversation)"
-    _markdown_folder(path)
-    return "a folder of markdown notes with [[wikilinks]] (an Obsidian-style vault)"
-
-
-def _markdown_folder(path: Path) -> None:
-    notes = {
-        "Home.md": "# Home\n\nProjects: [[Garden]]. Reading list in [[Books]].\n",
-        "Garden.md": "---\ntags: [outdoors]\n---\n# Garden\n\nTomatoes go in after the last frost.\n",
-        "Books/Books.md": "# Books\n\n- The Overstory\n- Piranesi\n",
-    }
-    for rel, text in notes.items():
-        (path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (path / rel).write_text(text, encoding="utf-8")
-
-
-def _notion_zip(path: Path) -> None:
-    home, sub = "104d4deadd2c803a935ef9917447529e", "7dd41ab5869e464a88fc21637efb50f3"
-    export = "Export-99d4faad-5bc1-4fef-82ac-5f6c7a957b12"
-    pages = {
-        f"{export}/Home {home}.md": f"# Home\n\nSee [Garden](Home%20{home}/Garden%20{sub}.md).\n",
-        f"{export}/Home {home}/Garden {sub}.md": f"# Garden\n\nBack to [Home](../Home%20{home}.md).\n",
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, text in pages.items():
-            archive.writestr(name, text)
-
-
-def _chatgpt_export(path: Path) -> None:
-    def node(nid: str, role: str | None, text: str, parent: str | None, child: str | None) -> dict[str, Any]:
-        message = None
-        if role is not None:
-            message = {
-                "author": {"role": role},
-                "content": {"content_type": "text", "parts": [text]},
-                "create_time": 1.7e9,
-            }
-        return {"id": nid, "message": message, "parent": parent, "children": [child] if child else []}
-
-    mapping = {
-        "root": node("root", None, "", None, "q"),
-        "q": node("q", "user", "How long do tomato seeds take to sprout?", "root", "a"),
-        "a": node("a", "assistant", "Five to ten days at 21-27 °C.", "q", None),
-    }
-    conversation = {"title": "Tomato seeds", "create_time": 1.7e9, "mapping": mapping, "id": "conv-1"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([conversation]), encoding="utf-8")

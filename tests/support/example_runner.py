@@ -18,7 +18,7 @@ What the runner does on a reader's behalf, each rule visible in the command it r
   port) and the block's `http://127.0.0.1:8765` becomes the address it took.
 - **curl** gets `--fail-with-body`, so an HTTP error is a failing command (and its body is shown).
 - A `dory migrate SRC` whose SRC does not exist gets a small source made there first
-  (support.example_home.migration_source).
+  (support.migration_sources).
 - Commands a block's marker assumes (`python -m pip install .`) are not run; they are reported.
 """
 
@@ -39,7 +39,7 @@ import httpx
 from dory.config import load_settings
 from dory.service.daemon_state import daemon_status
 from support.doc_examples import Block, commands, logical_lines
-from support.example_home import migration_source
+from support.migration_sources import migration_source
 from support.waiting import DEADLINE_S, wait_until
 
 HASH = re.compile(r"sha256:[0-9a-f]{64}")
@@ -209,7 +209,7 @@ class ExampleRunner:
         words = dory_words(outcome.ran)
         if words[:1] != ["migrate"] or len(words) < 2 or words[1] in ("runs", "undo", "formats"):
             return
-        source = self._path(words[1], env)
+        source = self._path(words[1], env)  # `dory migrate SRC [OPTIONS]`: the source comes first
         if source.exists():
             return
         fmt = words[words.index("--from") + 1] if "--from" in words[:-1] else None

@@ -3,9 +3,8 @@ reads as an example, how a block says it cannot run, how it cuts lines into comm
 runs a block as a reader would and reports what fails, with what it printed.
 
 These run on small documents written here with the lexical backend (no model); the README itself is
-run by test_readme_examples.py. A `dory migrate` block (the README's migration section) is run here
-against the sources the runner makes (support/example_home.py), so that section is covered the
-moment it lands.
+run by test_readme_examples.py. `dory migrate` blocks run against the sources the runner makes
+(support/migration_sources.py): one of each kind the README's migration section names.
 """
 
 from __future__ import annotations
@@ -199,22 +198,41 @@ def test_variables_and_a_daemon_started_then_stopped_with_ctrl_c(runner: Example
     assert "knowledge/later.md" in outcomes[3].output
 
 
-def test_a_migrate_block_runs_on_sources_made_for_it(runner: ExampleRunner) -> None:
-    """What the README's migration section will show: each kind of source is made where it names it."""
+def test_a_migrate_block_runs_on_a_source_made_for_it(runner: ExampleRunner) -> None:
     outcomes = run_doc(
         runner,
         "dory migrate ~/Downloads/notion-export.zip --dry-run    # the plan first",
+        "dory migrate ~/Downloads/notion-export.zip --estimate",
         "dory migrate ~/Downloads/notion-export.zip",
-        "dory migrate ~/vault                                    # Obsidian, Logseq, any markdown folder",
-        "dory migrate ~/Downloads/conversations.json             # ChatGPT: one session per conversation",
         "dory migrate runs",
         "dory migrate undo RUN",
     )
-    assert [o.code for o in outcomes] == [0] * 6, "\n".join(o.report() for o in outcomes)
-    assert [o.note.split(" at ")[0] for o in outcomes[:4]] == [
-        "made a Notion export zip (two linked pages)",
-        "",
-        "made a folder of markdown notes with [[wikilinks]] (an Obsidian-style vault)",
-        "made a ChatGPT conversations.json (one conversation)",
-    ]
-    assert outcomes[5].ran != outcomes[5].written and outcomes[5].ran.split()[-1] in outcomes[4].output
+    assert [o.code for o in outcomes] == [0] * 5, "\n".join(o.report() for o in outcomes)
+    assert outcomes[0].note.startswith("made a Notion export zip (two linked pages) at ")
+    assert [o.note for o in outcomes[1:]] == [""] * 4
+    assert outcomes[4].ran != outcomes[4].written and outcomes[4].ran.split()[-1] in outcomes[3].output
+
+
+# One example per kind of source, as the README's migration section gives them.
+SOURCES = [
+    ("dory migrate ~/Obsidian/Vault", "an Obsidian vault"),
+    ("dory migrate ~/logseq-graph", "a Logseq graph"),
+    ("dory migrate Export-1234.zip", "a Notion export zip"),
+    ("dory migrate conversations.json", "a ChatGPT conversations.json"),
+    ("dory migrate ~/.claude/projects/my-app", ""),  # the reader's own transcripts (example_home)
+    ('dory migrate "My Notebook.enex"', "an Evernote .enex export"),
+    ("dory migrate Takeout/Keep", "a Google Keep Takeout folder"),
+    ('dory migrate "Bear Notes.bear2bk"', "a Bear .bear2bk backup"),
+    ("dory migrate memory.jsonl", "an MCP memory server's memory.jsonl"),
+    ("dory migrate mem0-export.json", "a mem0 export"),
+    ("dory migrate ~/old-notes", "a folder of markdown notes"),
+    ("dory migrate ~/Downloads/notes-backup --from keep", "a Google Keep Takeout folder"),
+]
+
+
+def test_each_kind_of_migration_source_is_made_and_imported(runner: ExampleRunner) -> None:
+    outcomes = run_doc(runner, *[f"{command}   # a comment" for command, _ in SOURCES])
+    assert [o.code for o in outcomes] == [0] * len(SOURCES), "\n".join(o.report() for o in outcomes)
+    for outcome, (_, what) in zip(outcomes, SOURCES, strict=True):
+        assert outcome.note.startswith(f"made {what}") if what else outcome.note == "", outcome.report()
+    assert all("created 0 files" not in o.output for o in outcomes), "\n".join(o.report() for o in outcomes)

@@ -44,7 +44,7 @@ from support.waiting import DEADLINE_S, wait_until
 
 HASH = re.compile(r"sha256:[0-9a-f]{64}")
 TOKEN = re.compile(r"\bdory_[0-9a-f]{8}_[A-Za-z0-9_-]{20,100}")
-ASSIGNMENT = re.compile(r"^(?:export\s+)?[A-Za-z_]\w*=")
+ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 GLOBAL_OPTIONS = {"--corpus", "--state-dir", "--server", "--token"}
 DEFAULT_URL = "http://127.0.0.1:8765"
 # Variables of the developer's machine that Dory or the agent harnesses read.
@@ -129,7 +129,7 @@ class ExampleRunner:
                     except Unfilled as exc:  # a placeholder nothing earlier fills: the command cannot run
                         outcome.note = f"placeholder: {exc}"
                         continue
-                    if ASSIGNMENT.match(outcome.ran):
+                    if only_assignments(outcome.ran):
                         self._assign(outcome, env)
                     elif long_running(outcome.ran):
                         background = self._start(outcome, env)
@@ -199,7 +199,7 @@ class ExampleRunner:
 
     def _one_file(self, word: str) -> str:
         quote = word[0] if word[0] in "'\"" else ""
-        pattern = str(self._path(word.strip("'\"").replace("…", "*"), {"HOME": str(self.home)}))
+        pattern = str(self._path(word.strip("'\"").replace("…", "*"), self.env))
         matches = sorted(glob.glob(pattern))
         if len(matches) != 1:
             raise Unfilled(f"{word} matches {len(matches)} files, not one: {[str(m) for m in matches]}")
@@ -319,6 +319,16 @@ def dory_words(command: str) -> list[str]:
     while rest and rest[0] in GLOBAL_OPTIONS:
         rest = rest[2:]
     return rest
+
+
+def only_assignments(command: str) -> bool:
+    """`A=1`, `export A=1 B=2`: variables for the rest of the block (not `A=1 dory …`, a command)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    words = words[1:] if words[:1] == ["export"] else words
+    return bool(words) and all(ASSIGNMENT.match(word) for word in words)
 
 
 def long_running(command: str) -> bool:

@@ -189,13 +189,15 @@ def test_variables_and_a_daemon_started_then_stopped_with_ctrl_c(runner: Example
     outcomes = run_doc(
         runner,
         "export NOTE=knowledge/later.md GREETING='hello there'",
+        "SCOPE=durable",
         "dory --corpus ~/notes ops watch",
+        "DORY_EMBEDDER_BACKEND=none dory status",  # a command with a variable of its own
         'printf "# Later\\n\\n$GREETING\\n" | dory write "$NOTE" --file -',
-        "dory search 'hello there' --mode bm25",
+        'dory search "$GREETING" --mode bm25 --in "$SCOPE"',
     )
-    assert [o.code for o in outcomes] == [0, 0, 0, 0], "\n".join(o.report() for o in outcomes)
-    assert outcomes[1].note == "stopped with Ctrl-C (SIGINT)" and "stopped" in outcomes[1].output
-    assert "knowledge/later.md" in outcomes[3].output
+    assert [o.code for o in outcomes] == [0] * 6, "\n".join(o.report() for o in outcomes)
+    assert outcomes[2].note == "stopped with Ctrl-C (SIGINT)" and "stopped" in outcomes[2].output
+    assert "daemon" in outcomes[3].output and "knowledge/later.md" in outcomes[5].output
 
 
 def test_a_migrate_block_runs_on_a_source_made_for_it(runner: ExampleRunner) -> None:

@@ -113,7 +113,7 @@ class JobsSettings(_Section):
 
 
 class LlmSettings(_Section):
-    """The optional OpenAI-compatible chat endpoint (digests, dreaming, query expansion, extraction).
+    """The optional OpenAI-compatible chat endpoint (daily digests, session summaries, migration claims).
 
     Off by default. url and model are checked when a client is built (dory.llm.from_settings), not
     here, so a half-filled [llm] section never stops `dory status` or search from working."""

@@ -2,7 +2,8 @@
 
 Queries are JSON lines `{"id", "query", "expected": [paths], "scope"?}` (see the shared bench
 README). A hit counts for an expected path when its path equals it, or when the expected entry names
-a turn anchor (`path#D3:7`) and the hit is that file. Ranks are by distinct file.
+a turn anchor (`path#D3:7`) and the hit is that file. Ranks are by distinct file. Each query searched
+is reported to `progress` ("queries", done, modes × queries): a terminal shows how far it has got.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pydantic
 
 from dory.errors import BackendUnavailable, UsageError
+from dory.index.indexer import Progress, no_progress
 from dory.models import (
     EvalModeResult,
     EvalQueryResult,
@@ -74,17 +76,20 @@ def ndcg(ranks: list[int | None], depth: int = 10) -> float:
     return gains / ideal if ideal else 0.0
 
 
-def run_eval(req: EvalRequest, search: Callable[[SearchRequest], SearchResponse]) -> EvalResponse:
+def run_eval(
+    req: EvalRequest, search: Callable[[SearchRequest], SearchResponse], progress: Progress = no_progress
+) -> EvalResponse:
     if req.queries is not None:
         queries = checked_queries([(f"queries[{i}]", item) for i, item in enumerate(req.queries)], "the request")
     else:
         queries = load_queries(Path(str(req.queries_file)))
     depth = max(req.k, MRR_DEPTH)
     results, warnings = [], []
-    for mode in req.modes:
+    total = len(req.modes) * len(queries)
+    for number, mode in enumerate(req.modes):
         per_query, recall, mrr, total_ndcg = [], 0.0, 0.0, 0.0
         try:
-            for item in queries:
+            for done, item in enumerate(queries, start=number * len(queries) + 1):
                 ranks = _ranks(item, mode, depth, req.scope_field, search)
                 expected = list(ranks.values())
                 found = [r for r in expected if r is not None]
@@ -92,8 +97,10 @@ def run_eval(req: EvalRequest, search: Callable[[SearchRequest], SearchResponse]
                 mrr += 1 / min(found) if found and min(found) <= MRR_DEPTH else 0
                 total_ndcg += ndcg(expected)
                 per_query.append(EvalQueryResult(id=str(item["id"]), query=item["query"], ranks=ranks))
+                progress("queries", done, total)
         except BackendUnavailable as exc:
             warnings.append(f"mode {mode} skipped: {exc.message}")
+            progress("queries", (number + 1) * len(queries), total)  # the mode's queries count as done
             continue
         n = len(queries)
         results.append(

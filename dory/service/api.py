@@ -195,9 +195,9 @@ class DoryService:
     def status(self) -> StatusResponse:
         return StatusReport(self.settings, self.owner).report()
 
-    def evaluate(self, req: EvalRequest) -> EvalResponse:
+    def evaluate(self, req: EvalRequest, progress: Progress = no_progress) -> EvalResponse:
         self._require_index()
-        return run_eval(req, self.search)
+        return run_eval(req, self.search, progress)
 
     # -- agent context -----------------------------------------------------------------------
     def wake(self, req: WakeRequest) -> WakeResponse:
@@ -328,19 +328,20 @@ class DoryService:
     def jobs(self) -> JobsResponse:
         return jobs_table(self.settings)
 
-    def job_api(self, on_owner: OnOwner) -> ServiceJobAPI:
+    def job_api(self, on_owner: OnOwner, progress: Progress = no_progress) -> ServiceJobAPI:
         """What jobs are given; `on_owner` runs a change where the index is owned."""
-        return ServiceJobAPI(self.settings, self.owner, on_owner, self.sessions.save)
+        return ServiceJobAPI(self.settings, self.owner, on_owner, self.sessions.save, progress)
 
-    def run_job(self, req: JobRunRequest) -> JobRun:
-        """Run one job once, through the ledger: by the daemon when it runs, else here under the lock.
-        A run that failed raises JobFailed (its ledger row keeps the error)."""
-        run = self._run_job(req)
+    def run_job(self, req: JobRunRequest, progress: Progress = no_progress) -> JobRun:
+        """Run one job once, through the ledger: by the daemon when it runs, else here under the lock
+        (where reconcile reports its progress). A run that failed raises JobFailed (its ledger row
+        keeps the error)."""
+        run = self._run_job(req, progress)
         if run.status == "failed":
             raise JobFailed.for_run(run.job, run.period, run.error)
         return run
 
-    def _run_job(self, req: JobRunRequest) -> JobRun:
+    def _run_job(self, req: JobRunRequest, progress: Progress) -> JobRun:
         get_job(req.job)
         if self.in_process_owner is not None:
             return self.in_process_owner.run_job(req)
@@ -351,7 +352,7 @@ class DoryService:
             ledger = JobLedger(self.settings.ledger_path)
             try:
                 ledger.mark_interrupted()
-                runner = JobRunner(self.settings, ledger, self.job_api(self._locally_owned))
+                runner = JobRunner(self.settings, ledger, self.job_api(self._locally_owned, progress))
                 return runner.run(req.job, req.period, "manual", force=req.force, dry_run=req.dry_run, fix=req.fix)
             finally:
                 ledger.close()

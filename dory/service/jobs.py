@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar
 from dory.config import Settings
 from dory.corpus.atomic import swap_if_unchanged
 from dory.errors import WriteConflict
+from dory.index.indexer import Progress, no_progress
 from dory.index.store import IndexStore
 from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS, schedule_spec
@@ -51,11 +52,14 @@ class ServiceJobAPI:
         owner: IndexOwner,
         on_owner: OnOwner,
         save_session: Callable[[SessionIngestRequest], SessionIngestResponse],
+        progress: Progress = no_progress,
     ) -> None:
         self.settings = settings
         self.owner = owner
         self._on_owner = on_owner
         self._save_session = save_session
+        # `dory ops run reconcile` on a terminal: the lexical pass's progress (the daemon has none).
+        self._progress = progress
 
     def _owned(self, fn: Callable[[], T]) -> T:
         return self._on_owner(fn)
@@ -72,7 +76,7 @@ class ServiceJobAPI:
         def run() -> ReindexResponse:
             warnings: list[str] = []
             vectors = self.owner.owned_vectors(warnings)
-            report = self.owner.apply_changes(vectors=vectors)
+            report = self.owner.apply_changes(progress=self._progress, vectors=vectors)
             report.warnings += warnings
             return report
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import json
+from pathlib import Path
 
 from dory import llm
 from dory.corpus.atomic import write_atomic
 from dory.errors import BackendUnavailable, DoryError, LlmBadOutput, UsageError
+from dory.index.indexer import Progress, no_progress
 from dory.index.store import now_iso
 from dory.models import (
     CompactMethod,
@@ -34,6 +36,7 @@ from dory.models import (
     SessionUpdateRequest,
     Turn,
 )
+from dory.models.sessions import Harness
 from dory.service.context import read_summary, session_messages
 from dory.service.session_deps import SessionDeps
 from dory.sessions import compaction, facts
@@ -109,25 +112,29 @@ class SessionService:
             self.deps.index_paths(paths)
             response.indexed = True
 
-    def import_local(self, req: SessionImportRequest) -> SessionImportResponse:
-        """Every Claude Code and Codex transcript on this machine (idempotent: re-running adds only new turns)."""
+    def import_local(self, req: SessionImportRequest, progress: Progress = no_progress) -> SessionImportResponse:
+        """Every Claude Code and Codex transcript on this machine (idempotent: re-running adds only new
+        turns); each file read is reported to `progress` ("transcripts", done, total)."""
         since = _day_start(req.since) if req.since else None
         roots: dict[str, str | None] = {}
         results: list[SessionIngestResponse] = []
         warnings: list[str] = []
         changed: list[str] = []
-        for harness in req.harnesses:
-            root = harness_root(harness, self.deps.settings)
-            roots[harness] = str(root) if root.is_dir() else None
-            for path in transcripts(root, harness, since, warnings):
-                try:
-                    data = path.read_bytes()
-                except OSError as exc:
-                    warnings.append(f"{path}: {exc.strerror or exc}")
-                    continue
+        found: list[tuple[Harness, Path]] = []  # (harness, transcript): all of them first, for the total
+        for name in req.harnesses:
+            root = harness_root(name, self.deps.settings)
+            roots[name] = str(root) if root.is_dir() else None
+            found += [(name, path) for path in transcripts(root, name, since, warnings)]
+        for done, (harness, path) in enumerate(found, start=1):
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                warnings.append(f"{path}: {exc.strerror or exc}")
+            else:
                 one = self._save(data, harness, str(path), None, None, req.dry_run)
                 results.append(one)
                 changed += changed_paths(one)
+            progress("transcripts", done, len(found))
         response = SessionImportResponse(roots=roots, files=results, counts=_counts(results), warnings=warnings)
         if changed and not req.dry_run:
             self.deps.index_paths(changed)

@@ -225,8 +225,8 @@ def eval_command(
         scope_field=scope_field,
         per_query=per_query or as_json,
     )
-    with service(ctx) as svc:
-        res = svc.evaluate(req)
+    with service(ctx) as svc, terminal_progress() as progress:
+        res = svc.evaluate(req, progress)
     return res.model_dump(mode="json", exclude_none=True), lambda: render.evaluation(res)
 
 
@@ -298,8 +298,8 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     wiki-refresh (YYYY-MM-DD), capture.
     """
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
-    with service(ctx) as svc:
-        res = svc.run_job(req)
+    with service(ctx) as svc, terminal_progress() as progress:
+        res = svc.run_job(req, progress)
     return res.model_dump(mode="json"), lambda: render.job_run(res)
 
 

@@ -1,4 +1,9 @@
-"""A progress bar on a terminal (stderr), nothing when output is piped or captured."""
+"""A progress bar on a terminal (stderr), nothing when output is piped or captured.
+
+Long commands (reindex and its embedding, migrate, eval, sessions import-local, `ops run reconcile`
+when no daemon runs it) pass the callable
+it yields to the service, which calls it with (phase, done, total); a phase is one bar, labelled
+from LABELS, with its count and time remaining."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ LABELS = {
     "vectors": "embedding",
     "reading": "reading the source",
     "writing": "writing notes",
+    "queries": "evaluating queries",
+    "transcripts": "importing transcripts",
 }
 
 

@@ -22,6 +22,7 @@ from dory.models import (
 from dory.surfaces import render
 from dory.surfaces.clikit import Partial, Result, command, hook_target, service
 from dory.surfaces.hooks import capture
+from dory.surfaces.progress import terminal_progress
 
 
 @click.group()
@@ -91,8 +92,8 @@ def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device:
 def import_local(ctx: click.Context, since: str | None, harnesses: tuple[str, ...], dry_run: bool) -> Result:
     """Import this machine's Claude Code (~/.claude/projects) and Codex (~/.codex/sessions) transcripts."""
     req = SessionImportRequest(since=since, dry_run=dry_run, harnesses=list(harnesses) or ["claude-code", "codex"])
-    with service(ctx) as svc:
-        res = svc.sessions.import_local(req)
+    with service(ctx) as svc, terminal_progress() as progress:
+        res = svc.sessions.import_local(req, progress)
     return res.model_dump(mode="json"), lambda: render.import_local(res)
 
 

@@ -50,7 +50,6 @@ from dory.models import (
     SearchRequest,
     SearchResponse,
     SessionExportResponse,
-    SessionImportRequest,
     SessionImportResponse,
     SessionInfo,
     SessionIngestRequest,
@@ -134,7 +133,7 @@ def _local_only(what: str) -> Callable[..., Any]:
 class RemoteSessions:
     def __init__(self, remote: Remote) -> None:
         self.remote = remote
-        self.import_local: Callable[[SessionImportRequest], SessionImportResponse] = _local_only("sessions import")
+        self.import_local: Callable[..., SessionImportResponse] = _local_only("sessions import")
 
     def ingest(self, req: SessionIngestRequest) -> SessionIngestResponse:
         return self.remote.call("POST", "/v1/sessions/ingest", SessionIngestResponse, req)
@@ -229,10 +228,10 @@ class RemoteService:
     def jobs(self) -> JobsResponse:
         return self.remote.call("GET", "/v1/jobs", JobsResponse)
 
-    def run_job(self, req: JobRunRequest) -> JobRun:
+    def run_job(self, req: JobRunRequest, *args: Any) -> JobRun:
         return self.remote.call("POST", "/v1/jobs/run", JobRun, req)
 
-    def evaluate(self, req: EvalRequest) -> EvalResponse:
+    def evaluate(self, req: EvalRequest, *args: Any) -> EvalResponse:
         if req.queries_file is not None:
             raise UsageError("eval reads a local queries file: run it without --server / DORY_URL")
         return self.remote.call("POST", "/v1/eval", EvalResponse, req)

@@ -30,7 +30,8 @@ class _SourceOrCommand(click.Group):
     default_command = RUN
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and not args[0].startswith("-") and args[0] not in self.commands:
+        # `dory migrate --from keep SRC` too: anything but a subcommand or --help goes to `run`.
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = [RUN, *args]
         return super().parse_args(ctx, args)
 

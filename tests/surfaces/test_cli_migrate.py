@@ -52,6 +52,10 @@ def test_dry_run_prints_the_plan_and_writes_nothing(run, root: Path, source: Pat
     assert set(plan) == set(MigrateResponse.model_fields)
     assert plan["dry_run"] is True and plan["run"] is None and plan["destinations"] == {"knowledge": 11}
     assert tree_hashes(root) == before and not (root / "references").exists()
+    options_first = run("migrate", "--from", "generic", "--dry-run", str(source), "--json")  # any order
+    assert options_first.code == 0 and options_first.json()["format"] == "generic", options_first
+    helped = run("migrate", "--help")
+    assert helped.code == 0 and "dory migrate undo RUN" in helped.stdout, helped
 
 
 def test_a_run_then_runs_then_undo(run, root: Path, source: Path) -> None:

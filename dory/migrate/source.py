@@ -72,7 +72,8 @@ def open_source(path: Path) -> SourceTree:
     tree = SourceTree(root=path, label=_label(path))
     if path.is_dir():
         _add_folder(tree, path)
-    elif zipfile.is_zipfile(path):
+    elif zipfile.is_zipfile(path) or path.suffix.lower() in (".zip", ".bear2bk"):
+        # By name too: a truncated download is a `bad_zip` problem, not a file to copy as it is.
         _add_zip(tree, "", lambda: path.open("rb"), depth=1)
     else:
         size = path.stat().st_size

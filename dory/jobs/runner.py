@@ -53,10 +53,11 @@ class JobRunner:
         return parse_schedule(schedule_spec(self.settings, name), name)
 
     def current_period(self, name: str) -> str:
-        """The period of the newest fire time at or before now (what a manual run means)."""
+        """The period of the newest fire time at or before now (what a manual run means), or of now
+        itself for a job that is off or sweeps whatever is there (migrate-inbox)."""
         spec, schedule = get_job(name), self.schedule(name)
         now = self.clock()
-        if not schedule.enabled:
+        if not schedule.enabled or spec.manual_now:
             return spec.period_of(now, True)
         latest = schedule.latest_at_or_before(now, self.settings.daemon.catch_up_days + 8)
         return spec.period_of(latest or now, schedule.has_seconds)

@@ -313,8 +313,8 @@ def test_disabled_schedule_runs_nothing(make_runner, clock: Clock) -> None:
 
 def test_run_all_due_covers_every_registered_job(make_runner, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = add_job(monkeypatch, "extra", lambda ctx: JobResult(outputs={"n": 1}), schedule="*/15 * * * *")
-    nightly_off = {f"jobs.{name}": "off" for name in ("daily-digest", "weekly-digest", "dream", "maintain")}
-    runner, index = make_runner(**nightly_off)
+    others = ("daily-digest", "weekly-digest", "dream", "maintain", "migrate-inbox")
+    runner, index = make_runner(**{f"jobs.{name}": "off" for name in others})
     assert runner.run_all_due("heartbeat") == []
     clock.advance(minutes=30)  # 00:35
     runs = runner.run_all_due("heartbeat")

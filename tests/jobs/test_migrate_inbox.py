@@ -13,10 +13,18 @@ from pathlib import Path
 import pytest
 
 from dory.config import load_settings
-from dory.errors import PathNotAllowed
+from dory.errors import InvalidInput, PathNotAllowed
 from dory.index.lock import WriterLock
 from dory.jobs.ledger import JobLedger
-from dory.models import GetRequest, JobRun, JobRunRequest, LinkLintRequest, ReindexRequest, SearchRequest
+from dory.models import (
+    GetRequest,
+    JobRun,
+    JobRunRequest,
+    LinkLintRequest,
+    MigrateRequest,
+    ReindexRequest,
+    SearchRequest,
+)
 from dory.service import DoryService
 
 INBOX = "inbox/import"
@@ -226,3 +234,19 @@ def test_notes_in_inbox_import_are_never_indexed_nor_served(corpus: Path, servic
     assert words(service, "plumbago") == set()
     with pytest.raises(PathNotAllowed, match="ignored folder"):
         service.get(GetRequest(path=f"{INBOX}/Loose.md"))
+
+
+def test_only_the_job_api_takes_a_source_from_inbox_import_and_only_its_direct_entries(
+    corpus: Path, service: DoryService
+) -> None:
+    dropped = drop_zip(corpus)
+    with pytest.raises(InvalidInput, match="inside the corpus"):  # `dory migrate`, HTTP: refused
+        service.migrations.migrate(MigrateRequest(source=str(dropped)))
+    deeper = corpus / INBOX / "done" / "mig-x"
+    deeper.mkdir(parents=True)
+    dropped.rename(deeper / "notes.zip")
+    api = service.job_api(lambda fn: fn())
+    for inside in (deeper / "notes.zip", corpus / INBOX, corpus / "knowledge"):
+        with pytest.raises(InvalidInput, match="inside the corpus"):
+            api.migrate(MigrateRequest(source=str(inside)))
+    assert not (corpus / "knowledge/notes").exists()

@@ -53,9 +53,11 @@ class JobSpec:
     # Jobs the daemon runs by itself rather than by cron (capture): what `dory ops jobs` shows as
     # the schedule, and whether it is on.
     driven: Callable[[Settings], tuple[str, bool]] | None = None
-    # A sweep of whatever is there now (migrate-inbox): a run by hand is its own period, keyed by its
-    # moment, never "already done" because a scheduled run came a minute before.
-    manual_now: bool = False
+    # Each run takes whatever is there now (migrate-inbox): a run by hand is its own period, keyed by
+    # its moment (never "already done" because a scheduled run came a minute before), and a run asked
+    # for while one is going is skipped at once (that one covers it) instead of holding a scheduler
+    # thread, or the heartbeat, until it ends.
+    sweep: bool = False
 
 
 def _reconcile(ctx: JobContext) -> JobResult:
@@ -143,7 +145,7 @@ def _specs() -> dict[str, JobSpec]:
             "*/2 * * * *",
             migrate_inbox.run,
             period_of=run_key,
-            manual_now=True,
+            sweep=True,
         ),
         JobSpec(
             "capture",

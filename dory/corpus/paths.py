@@ -11,9 +11,12 @@ from dory.errors import InvalidInput, NotFound, PathNotAllowed, PathOutsideCorpu
 
 # Folders never walked, wherever they appear.
 IGNORED_DIRS = frozenset({".dory", ".git", ".obsidian", ".trash", "node_modules", "__pycache__", ".venv"})
-# Corpus folders never indexed nor served to agents: quarantined writes wait there for a person.
+# Corpus folders never indexed, watched nor served to agents:
+# quarantined writes wait in the first for a person; exports dropped into the second wait for the
+# migrate-inbox job (dory/jobs/migrate_inbox.py), raw material that is not memory until migrated.
 QUARANTINE_DIR = "inbox/quarantine"
-UNSERVED_DIRS = frozenset({QUARANTINE_DIR})
+IMPORT_DIR = "inbox/import"
+UNSERVED_DIRS = frozenset({QUARANTINE_DIR, IMPORT_DIR})
 # The write log: one JSON line per file each write changed (who, when, through what, which lines).
 WRITE_LOG_DIR = "logs/writes"
 # Agent session transcripts: served by `get`, indexed in the session plane, never in durable memory.

@@ -11,6 +11,8 @@ from dory.index.store import IndexStore
 from dory.models import (
     MemoryWriteRequest,
     MemoryWriteResponse,
+    MigrateRequest,
+    MigrateResponse,
     ProposalCreateResponse,
     ProposalListResponse,
     ReindexResponse,
@@ -51,6 +53,12 @@ class JobAPI(Protocol):
     def swap_file(self, rel: str, data: bytes, expected_hash: str) -> str | None:
         """Write `data` over a note only if it still has `expected_hash` (on the owner); the
         conflict's message when someone changed it meanwhile."""
+        ...
+
+    def migrate(self, req: MigrateRequest) -> MigrateResponse:
+        """A migration run (`dory migrate`), its files indexed by the owner as they land. Its source
+        may also be an entry of inbox/import/, which a migration asked for any other way refuses
+        (a source inside the corpus). IndexLocked at once while another migration runs."""
         ...
 
 

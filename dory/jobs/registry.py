@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from dory.config import Settings
 from dory.errors import ConfigError, NotFound
-from dory.jobs import capture, digest_daily, digest_late, digest_weekly, dreaming, maintenance, wiki
+from dory.jobs import capture, digest_daily, digest_late, digest_weekly, dreaming, maintenance, migrate_inbox, wiki
 from dory.jobs.job import JobContext, JobResult
 from dory.jobs.periods import (
     check_day,
@@ -53,6 +53,11 @@ class JobSpec:
     # Jobs the daemon runs by itself rather than by cron (capture): what `dory ops jobs` shows as
     # the schedule, and whether it is on.
     driven: Callable[[Settings], tuple[str, bool]] | None = None
+    # Each run takes whatever is there now (migrate-inbox): a run by hand is its own period, keyed by
+    # its moment (never "already done" because a scheduled run came a minute before), and a run asked
+    # for while one is going is skipped at once (that one covers it) instead of holding a scheduler
+    # thread, or the heartbeat, until it ends.
+    sweep: bool = False
 
 
 def _reconcile(ctx: JobContext) -> JobResult:
@@ -133,6 +138,14 @@ def _specs() -> dict[str, JobSpec]:
             daily_periods=True,
             after="dream",
             check_period=check_day,
+        ),
+        JobSpec(
+            "migrate-inbox",
+            "exports dropped into inbox/import/ → dory migrate, then moved to inbox/import/done/ or failed/",
+            "*/2 * * * *",
+            migrate_inbox.run,
+            period_of=run_key,
+            sweep=True,
         ),
         JobSpec(
             "capture",

@@ -53,10 +53,11 @@ class JobRunner:
         return parse_schedule(schedule_spec(self.settings, name), name)
 
     def current_period(self, name: str) -> str:
-        """The period of the newest fire time at or before now (what a manual run means)."""
+        """The period of the newest fire time at or before now (what a manual run means), or of now
+        itself for a job that is off or sweeps whatever is there (migrate-inbox)."""
         spec, schedule = get_job(name), self.schedule(name)
         now = self.clock()
-        if not schedule.enabled:
+        if not schedule.enabled or spec.sweep:
             return spec.period_of(now, True)
         latest = schedule.latest_at_or_before(now, self.settings.daemon.catch_up_days + 8)
         return spec.period_of(latest or now, schedule.has_seconds)
@@ -87,7 +88,10 @@ class JobRunner:
                 error=error,
                 reason=result.defer,
             )
-        with self._locks[name]:
+        lock = self._locks[name]
+        if not lock.acquire(blocking=not spec.sweep):
+            return JobRun(job=name, period=period, status="skipped", trigger=trigger, reason="already running")
+        try:
             refusal = self.ledger.claim(name, period, trigger, force)
             if refusal is not None:
                 return JobRun(job=name, period=period, status="skipped", trigger=trigger, reason=refusal)
@@ -96,6 +100,8 @@ class JobRunner:
             if result.defer:
                 result.warnings.append(f"deferred: {result.defer}")
             self.ledger.finish(name, period, _status(result, error), result.outputs, result.warnings, error)
+        finally:
+            lock.release()
         if error:
             log.error("job %s (%s) failed: %s", name, period, error.splitlines()[0])
         run = job_run(self.ledger.run(name, period) or {})

@@ -51,6 +51,9 @@ class RunOptions:
     progress: Progress = lambda phase, done, total: None
     now: dt.datetime | None = None
     claims: ClaimExtractor = field(default_factory=ClaimExtractor)  # --llm: the model (and its answers)
+    # The one folder inside the corpus a source may come from (inbox/import/, which nothing indexes):
+    # set only by the migrate-inbox job's API, never from a request a caller sends.
+    drop_folder: Path | None = None
 
 
 def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
@@ -59,7 +62,7 @@ def migrate(req: MigrateRequest, opts: RunOptions) -> MigrateResponse:
     if not source.exists():
         raise NotFound(f"no such file or folder: {req.source}", path=req.source)
     resolved = source.resolve()
-    if resolved.is_relative_to(opts.corpus.resolve()):
+    if resolved.is_relative_to(opts.corpus.resolve()) and not _dropped(resolved, opts.drop_folder):
         raise InvalidInput("the source is inside the corpus; migrate from outside it", path=req.source)
     with open_source(resolved, skip=opts.corpus.resolve()) as tree:
         reader = formats.get(req.from_format) if req.from_format else formats.detect(tree)
@@ -115,6 +118,11 @@ def _stopped(exc: OSError, corpus: Path, run_id: str) -> DoryError:
     error.message += f" (run {run_id} stopped there; run the same migration again to resume it)"
     error.details["run"] = run_id
     return error
+
+
+def _dropped(source: Path, drop_folder: Path | None) -> bool:
+    """`source` is an entry of the drop folder itself (not the folder, nor anything deeper)."""
+    return drop_folder is not None and source.parent == drop_folder.resolve()
 
 
 def _into(req: MigrateRequest, reader: Reader, tree: SourceTree) -> str:

@@ -61,6 +61,7 @@ from dory.models.memory import (
     ProposalStatus,
 )
 from dory.models.migrate import (
+    InboxImport,
     MigrateClash,
     MigrateEntity,
     MigrateEstimate,
@@ -136,6 +137,7 @@ __all__ = [
     "FlushResponse",
     "GetRequest",
     "GetResponse",
+    "InboxImport",
     "IndexPathsRequest",
     "IngestProblem",
     "IngestedSession",

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from dory.models.common import _Model
 from dory.models.jobs import DaemonStatus, JobRun
+from dory.models.migrate import InboxImport
 
 
 class SkippedFile(_Model):
@@ -37,6 +38,9 @@ class StatusResponse(_Model):
     index_bytes: int
     daemon: DaemonStatus = Field(default_factory=lambda: DaemonStatus(running=False))
     jobs: list[JobRun] = Field(default_factory=list)  # each job's last run
+    imports: list[InboxImport] = Field(
+        default_factory=list, description="the last entries of inbox/import/ migrated by the daemon, newest first"
+    )
     sessions: dict[str, int] = Field(
         default_factory=dict, description="the session plane: sessions, turns, turn vectors still to embed"
     )

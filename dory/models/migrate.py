@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from dory.models.common import _Model
@@ -103,3 +105,17 @@ class MigrateUndoResponse(_Model):
     removed: list[str] = Field(default_factory=list)
     kept_edited: list[str] = Field(default_factory=list, description="created by the run, edited since: kept")
     already_gone: list[str] = Field(default_factory=list)
+
+
+class InboxImport(_Model):
+    """One entry of inbox/import/ the migrate-inbox job took, and what became of it (`status`)."""
+
+    entry: str = Field(description="the file or folder name as dropped")
+    outcome: Literal["migrated", "already_imported", "failed"]
+    at: str = Field(description="when the job took it (UTC)")
+    run: str | None = Field(None, description="the migration run, when one ran")
+    report: str | None = Field(None, description="the run's report in the corpus")
+    created: int = 0
+    problems: int = Field(0, description="source things the run could not import (listed in the report)")
+    reason: str | None = Field(None, description="why it failed")
+    moved_to: str | None = Field(None, description="where the entry went (inbox/import/done/… or failed/…)")

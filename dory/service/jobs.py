@@ -21,6 +21,8 @@ from dory.models import (
     JobsResponse,
     MemoryWriteRequest,
     MemoryWriteResponse,
+    MigrateRequest,
+    MigrateResponse,
     ProposalCreateRequest,
     ProposalCreateResponse,
     ProposalListResponse,
@@ -29,6 +31,7 @@ from dory.models import (
     SessionIngestResponse,
 )
 from dory.service.daemon_state import daemon_status
+from dory.service.migrate import MigrateService
 from dory.service.owner import IndexOwner
 from dory.service.sessions import changed_paths
 from dory.service.write_ops import WriteRunner
@@ -115,6 +118,11 @@ class ServiceJobAPI:
             return None
 
         return self._owned(swap)
+
+    def migrate(self, req: MigrateRequest) -> MigrateResponse:
+        # Files are written on the job's thread (an export can be large); their indexing, in
+        # batches, goes to the owner through index_paths.
+        return MigrateService(self.settings, self.owner.resources, self.index_paths).migrate_dropped(req)
 
 
 def jobs_table(settings: Settings) -> JobsResponse:

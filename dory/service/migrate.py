@@ -4,10 +4,12 @@ the index's owner; the migration lock keeps two runs of the same corpus from int
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dory import llm
 from dory.config import Settings
+from dory.corpus.paths import IMPORT_DIR
 from dory.errors import LlmNotConfigured
 from dory.index.lock import WriterLock
 from dory.memory.entities import Registry
@@ -31,6 +33,9 @@ MIGRATE_LOCK_WAIT_S = 3600.0
 # The model's answers to `--llm` requests, kept so a resumed run never asks twice (llm_claims.py).
 LLM_ANSWERS = "migrate/llm-claims.jsonl"
 
+# The migrate-inbox job does not wait: it runs again in a few minutes.
+DROPPED_LOCK_WAIT_S = 0.0
+
 
 class MigrateService:
     def __init__(self, settings: Settings, resources: Resources, index_paths: Callable[[list[str]], Any]) -> None:
@@ -39,6 +44,17 @@ class MigrateService:
         self.index_paths = index_paths
 
     def migrate(self, req: MigrateRequest, progress: Progress | None = None) -> MigrateResponse:
+        return self._migrate(req, progress, MIGRATE_LOCK_WAIT_S, None)
+
+    def migrate_dropped(self, req: MigrateRequest) -> MigrateResponse:
+        """A migration for the migrate-inbox job: its source may be an entry of inbox/import/ (the
+        one place inside the corpus the engine takes a source from), and a migration already
+        running is IndexLocked at once, so the job leaves the entry for its next run."""
+        return self._migrate(req, None, DROPPED_LOCK_WAIT_S, self.settings.corpus / IMPORT_DIR)
+
+    def _migrate(
+        self, req: MigrateRequest, progress: Progress | None, lock_wait_s: float, drop_folder: Path | None
+    ) -> MigrateResponse:
         client = llm.from_settings(self.settings) if req.llm else None
         if req.llm and client is None:
             raise LlmNotConfigured(
@@ -52,13 +68,14 @@ class MigrateService:
             index_paths=self.index_paths if not req.dry_run else lambda paths: None,
             entities=EntityContext(registry),
             claims=ClaimExtractor(client, AnswerCache(self.settings.state_dir / LLM_ANSWERS), self._model()),
+            drop_folder=drop_folder,
         )
         if progress is not None:
             opts.progress = progress
         try:
             if req.dry_run:
                 return migrate(req, opts)
-            with WriterLock(self.settings.state_dir / "migrate.lock", MIGRATE_LOCK_WAIT_S):
+            with WriterLock(self.settings.state_dir / "migrate.lock", lock_wait_s):
                 return migrate(req, opts)
         finally:
             if client is not None:

@@ -14,6 +14,7 @@ from dory.index.embedders.base import fingerprint_key
 from dory.index.embedders.model_files import model_status
 from dory.index.store import IndexStore
 from dory.jobs.ledger import JobLedger
+from dory.jobs.migrate_inbox import recent_imports
 from dory.jobs.registry import JOBS
 from dory.jobs.runner import job_run
 from dory.models import DaemonStatus, JobRun, SkippedFile, StatusResponse
@@ -111,6 +112,7 @@ class StatusReport:
             index_bytes=_file_bytes(self.settings.db_path, Path(f"{self.settings.db_path}-wal"), faiss_path),
             daemon=daemon,
             jobs=jobs,
+            imports=recent_imports(self.settings),
             sessions=self._session_counts(fingerprint, warnings),
             warnings=warnings,
         )

@@ -295,7 +295,7 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     """Run one job once, through the job ledger (by the daemon when it runs).
 
     Jobs: reconcile, daily-digest (period YYYY-MM-DD), weekly-digest (YYYY-Www), dream, maintain,
-    wiki-refresh (YYYY-MM-DD), capture.
+    wiki-refresh (YYYY-MM-DD), capture, migrate-inbox (exports dropped into inbox/import/).
     """
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
     with service(ctx) as svc, terminal_progress() as progress:

@@ -12,6 +12,7 @@ from dory.models import (
     DaemonStatus,
     EvalResponse,
     GetResponse,
+    InboxImport,
     JobRun,
     JobsResponse,
     LinkLintResponse,
@@ -32,6 +33,8 @@ from dory.models import (
     TokenListResponse,
     WriteResponse,
 )
+
+SHOWN_IMPORTS = 5  # entries of inbox/import/ listed by `dory status` (--json lists the last 20)
 
 
 def search(res: SearchResponse) -> str:
@@ -62,6 +65,15 @@ def search(res: SearchResponse) -> str:
     return "\n".join(out)
 
 
+def _inbox_import(done: InboxImport) -> str:
+    """One entry the migrate-inbox job took: what became of it and where its report is."""
+    head = f"{done.entry}: {done.outcome.replace('_', ' ')} at {done.at}"
+    if done.outcome == "failed":
+        return f"{head}: {done.reason} → {done.moved_to or 'still in inbox/import/'}"
+    counts = f"{done.created} files" + (f", {done.problems} problems" if done.problems else "")
+    return f"{head} ({counts}) report {done.report}" if done.report else head
+
+
 def get(res: GetResponse) -> str:
     header = f"# {res.path}  lines {res.from_line}-{res.to_line} of {res.total_lines}  {res.hash}"
     if res.frontmatter_error:
@@ -88,6 +100,7 @@ def status(res: StatusResponse) -> str:
             + (f", {res.sessions['vectors_pending']} turn vectors pending" if "vectors_pending" in res.sessions else "")
         )
     lines += [f"job          {run.job}: {run.status} for {run.period} (ended {run.ended or '-'})" for run in res.jobs]
+    lines += [f"import       {_inbox_import(done)}" for done in res.imports[:SHOWN_IMPORTS]]
     if res.skipped:
         lines.append(f"skipped      {len(res.skipped)} files:")
         lines += [f"  {s.path}: {s.reason} ({s.detail})" for s in res.skipped[:50]]

@@ -50,7 +50,7 @@ def test_unknown_job_lists_the_jobs(tmp_path: Path) -> None:
 
 
 def test_unknown_job_from_the_environment(tmp_path: Path) -> None:
-    jobs = "capture, daily-digest, dream, maintain, reconcile, weekly-digest, wiki-refresh"
+    jobs = "capture, daily-digest, dream, maintain, migrate-inbox, reconcile, weekly-digest, wiki-refresh"
     with pytest.raises(ConfigError, match=f"unknown job 'nope'; jobs: {jobs}"):
         open_settings(corpus(tmp_path), env={"DORY_JOBS_NOPE": "off"})
 

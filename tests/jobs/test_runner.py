@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -313,8 +314,8 @@ def test_disabled_schedule_runs_nothing(make_runner, clock: Clock) -> None:
 
 def test_run_all_due_covers_every_registered_job(make_runner, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = add_job(monkeypatch, "extra", lambda ctx: JobResult(outputs={"n": 1}), schedule="*/15 * * * *")
-    nightly_off = {f"jobs.{name}": "off" for name in ("daily-digest", "weekly-digest", "dream", "maintain")}
-    runner, index = make_runner(**nightly_off)
+    others = ("daily-digest", "weekly-digest", "dream", "maintain", "migrate-inbox")
+    runner, index = make_runner(**{f"jobs.{name}": "off" for name in others})
     assert runner.run_all_due("heartbeat") == []
     clock.advance(minutes=30)  # 00:35
     runs = runner.run_all_due("heartbeat")
@@ -344,3 +345,30 @@ def test_heartbeat_look_on_dst_fall_back_night_returns(make_runner, clock: Clock
     clock.advance(seconds=30)  # the next heartbeat: 02:50 CEST
     assert [r.period for r in runner.run_due("reconcile")] == ["2024-10-27T02:50"]
     assert index.calls == 1
+
+
+def test_a_sweep_job_asked_to_run_while_it_runs_is_skipped_at_once(
+    make_runner, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inside, release = threading.Event(), threading.Event()
+
+    def long_sweep(ctx: JobContext) -> JobResult:
+        inside.set()
+        assert release.wait(60)
+        return JobResult(outputs={"n": 1})
+
+    calls = add_job(monkeypatch, "sweeper", long_sweep, schedule="*/2 * * * *", sweep=True)
+    runner, _ = make_runner()
+    first: list[Any] = []
+    worker = threading.Thread(target=lambda: first.append(runner.run("sweeper", trigger="schedule")))
+    worker.start()
+    assert inside.wait(60)
+    clock.advance(minutes=1)
+    # By hand and by the heartbeat meanwhile: neither waits for the running sweep.
+    assert runner.current_period("sweeper") == "2024-01-01T00:06:00"  # a run by hand is keyed by its moment
+    busy = runner.run("sweeper")
+    assert (busy.status, busy.reason, busy.trigger) == ("skipped", "already running", "manual")
+    release.set()
+    worker.join(60)
+    assert first[0].status == "ok" and len(calls) == 1
+    assert runner.run("sweeper").status == "ok"  # once it is done, the next run goes ahead

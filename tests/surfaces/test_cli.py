@@ -130,6 +130,7 @@ SPEC_FOLDERS = [
     "inbox/applied",
     "inbox/rejected",
     "inbox/quarantine",
+    "inbox/import",
     "sources/semantic",
     "logs/sessions",
     "logs/daily",
@@ -465,8 +466,10 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
         "warnings",
         "daemon",
         "jobs",
+        "imports",
         "sessions",
     }
+    assert body["imports"] == []  # nothing dropped into inbox/import/
     root = cli.root.resolve()
     assert (body["corpus"], body["state_dir"]) == (str(root), str(root / ".dory"))
     assert (body["files_on_disk"], body["files_indexed"]) == (5, 4)

@@ -33,6 +33,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.skip(reason="MiniLM model not installed (dory models install)"))
 
 
+# Where Dory keeps its user config (corpora.toml), and where added corpora keep state and output.
+USER_FOLDERS = ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_user_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The session's own user config, state and data folders (inherited by every `dory` a test runs):
+    no test reads the developer's corpora.toml, whose default corpus would answer where a test
+    expects none, and none adds to it."""
+    base = tmp_path_factory.mktemp("user")
+    saved = {name: os.environ.get(name) for name in USER_FOLDERS}
+    os.environ.update({name: str(base / name.lower()) for name in USER_FOLDERS})
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def dory_command() -> list[str]:
     """The installed console script next to this interpreter, else on PATH, else its entry point."""
     beside = Path(sys.executable).with_name("dory")

@@ -309,6 +309,11 @@ SECTIONS: dict[str, type[_Section]] = {
 }
 
 
+def find_corpus(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    """The corpus root (see dory.corpora for the order)."""
+    return locate(explicit, env).root
+
+
 def read_toml(root: Path) -> dict[str, Any]:
     path = root / CONFIG_FILE
     if not path.is_file():

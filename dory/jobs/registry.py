@@ -61,6 +61,8 @@ class JobSpec:
     # Writes generated output (digests, proposals, reports, the wiki): off for a corpus without an
     # output folder (a vault added with `dory add --no-output`).
     writes_output: bool = False
+    # Writes notes into the corpus folder (migrate-inbox): off for a corpus Dory must not write into.
+    writes_notes: bool = False
 
 
 def _reconcile(ctx: JobContext) -> JobResult:
@@ -154,6 +156,7 @@ def _specs() -> dict[str, JobSpec]:
             migrate_inbox.run,
             period_of=run_key,
             sweep=True,
+            writes_notes=True,
         ),
         JobSpec(
             "capture",
@@ -178,8 +181,10 @@ def get_job(name: str) -> JobSpec:
 
 
 def schedule_spec(settings: Settings, name: str) -> str:
-    """The job's cron line; "off" for a job that writes output when the corpus has no output folder."""
-    if get_job(name).writes_output and settings.output_root is None:
+    """The job's cron line; "off" for a job that writes output when the corpus has no output folder, or
+    notes when the corpus is read-only."""
+    spec = get_job(name)
+    if (spec.writes_output and settings.output_root is None) or (spec.writes_notes and settings.read_only):
         return "off"
     return settings.jobs.schedules().get(name, get_job(name).default_schedule)
 

@@ -351,8 +351,11 @@ class DoryService:
         return run
 
     def _run_job(self, req: JobRunRequest, progress: Progress) -> JobRun:
-        if get_job(req.job).writes_output:
+        spec = get_job(req.job)
+        if spec.writes_output:
             output_root(self.settings, f"the output of {req.job}")
+        if spec.writes_notes:
+            check_writable(self.settings, f"the notes {req.job} imports")
         if req.fix:
             check_writable(self.settings, "the fixes maintain --fix makes")
         if self.in_process_owner is not None:

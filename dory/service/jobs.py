@@ -139,6 +139,8 @@ def jobs_table(settings: Settings) -> JobsResponse:
                 nxt = schedule.next_after(now_local())
             elif spec.writes_output and settings.output_root is None:
                 shown = "off (this corpus has no output folder)"
+            elif spec.writes_notes and settings.read_only:
+                shown = "off (the corpus is read-only)"
             elif spec.driven:  # run by the daemon itself (capture)
                 shown, enabled = spec.driven(settings)
             elif spec.after:  # a follower without its own cron runs when its leader does

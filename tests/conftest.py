@@ -37,20 +37,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 USER_FOLDERS = ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def private_user_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The session's own user config, state and data folders (inherited by every `dory` a test runs):
-    no test reads the developer's corpora.toml, whose default corpus would answer where a test
-    expects none, and none adds to it."""
+@pytest.fixture(autouse=True)
+def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's own user config, state and data folders (inherited by every `dory` it runs): no
+    test reads the developer's corpora.toml, whose default corpus would answer where a test expects
+    none, nor what another test added there."""
     base = tmp_path_factory.mktemp("user")
-    saved = {name: os.environ.get(name) for name in USER_FOLDERS}
-    os.environ.update({name: str(base / name.lower()) for name in USER_FOLDERS})
-    yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    for name in USER_FOLDERS:
+        monkeypatch.setenv(name, str(base / name.lower()))
 
 
 def dory_command() -> list[str]:

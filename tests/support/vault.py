@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from dory.corpus.paths import UNSERVED_DIRS
+
 MDCORPUS = Path(__file__).resolve().parents[3] / "shared" / "bench" / "mdcorpus.tar.gz"
 HUB = "mdcorpus/corpus/obsidian-hub/"
 
@@ -28,6 +30,8 @@ FIXTURE_VAULT: dict[str, str | bytes] = {
     "Broken.md": "---\ntitle: [unclosed\n---\n# Broken frontmatter\n\nStill searchable as plain text.\n",
     "attachments/beans.png": b"\x89PNG\r\n\x1a\n" + bytes(range(64)),
     "Templates/Daily.md": "---\ndate: {{date}}\n---\n# {{title}}\n",
+    # Where a corpus Dory owns takes exports to migrate: in a vault Dory must not write into, left alone.
+    "inbox/import/From Evernote.md": "# From Evernote\n\nA note someone dropped here by hand.\n",
 }
 
 
@@ -83,10 +87,12 @@ def fingerprint(root: Path) -> dict[str, tuple[object, ...]]:
 
 
 def notes_in(root: Path) -> list[str]:
-    """The markdown notes Dory indexes there: every .md outside hidden folders, hidden names left out."""
+    """The markdown notes Dory indexes there: every .md outside hidden and unserved folders
+    (inbox/import/, the quarantine), hidden names left out."""
     found = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel = os.path.relpath(folder, root)
+        dirs[:] = [d for d in dirs if not d.startswith(".") and os.path.normpath(f"{rel}/{d}") not in UNSERVED_DIRS]
         found += [
             os.path.relpath(os.path.join(folder, n), root) for n in files if n.endswith(".md") and not n.startswith(".")
         ]

@@ -1,9 +1,12 @@
-"""Settings: CLI flag > DORY_* environment > <corpus>/dory.toml > defaults.
+"""Settings: CLI flag > DORY_* environment > the corpus's entry in corpora.toml > <corpus>/dory.toml > defaults.
 
 `dory.toml` has sections (`[index]`, `[embedder]`, `[search]`); the environment names a setting as
 `DORY_<SECTION>_<KEY>` (for example `DORY_EMBEDDER_BACKEND=none`), and the CLI passes overrides as
 a dotted mapping (`{"embedder.backend": "none"}`). Top-level settings are `DORY_CORPUS` and
-`DORY_STATE_DIR`.
+`DORY_STATE_DIR`. Which corpus, and whether it is one Dory must not write into (a vault added with
+`dory add`: read-only, its state and output elsewhere), is decided by dory.corpora; a known
+corpus's entry may carry sections of its own (`[corpora.NAME.jobs]`), which win over dory.toml.
+`resolve_settings` also says where each value came from (`dory config show`).
 """
 
 from __future__ import annotations
@@ -11,17 +14,16 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dory.errors import ConfigError, CorpusNotFound, describe_validation_error
-from dory.statefolder import STATE_DIR_NAME, state_folder
-
-CONFIG_FILE = "dory.toml"
-# A folder "looks like a corpus" when it carries one of these.
-CORPUS_MARKERS = (CONFIG_FILE, STATE_DIR_NAME, "core")
+from dory.corpora import CONFIG_FILE as CONFIG_FILE  # where it was defined before; many modules import it here
+from dory.corpora import corpus_sources, locate, registration, state_dir_of
+from dory.errors import ConfigError, describe_validation_error
+from dory.statefolder import state_folder
 
 
 class _Section(BaseModel):
@@ -213,6 +215,14 @@ class CaptureSettings(_Section):
 class Settings(_Section):
     corpus: Path
     state_dir: Path
+    # A corpus added with `dory add` (dory.corpora): its name, whether Dory may write into it, and
+    # where its generated output goes. The defaults are a corpus Dory owns, output inside it.
+    name: str | None = None
+    owned: bool = True  # Dory owns the folder: .dory/ and dory.toml inside it, as `dory init` makes
+    read_only: bool = False
+    output_dir: Path | None = None  # None: inside the corpus
+    no_output: bool = False  # generated output is off (digests, wiki, proposals, sessions)
+    user_config: Path | None = None  # the corpora.toml that lists this corpus
     index: IndexSettings = Field(default_factory=IndexSettings)
     embedder: EmbedderSection = Field(default_factory=EmbedderSection)
     search: SearchSettings = Field(default_factory=SearchSettings)
@@ -225,6 +235,14 @@ class Settings(_Section):
     digest: DigestSettings = Field(default_factory=DigestSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
+
+    @property
+    def output_root(self) -> Path | None:
+        """Where Dory's generated folders (digests, wiki, proposals, sessions) are: the corpus itself
+        for a corpus Dory owns, an output folder of its own, or None when output is off."""
+        if self.no_output:
+            return None
+        return self.output_dir or self.corpus
 
     @property
     def db_path(self) -> Path:
@@ -291,27 +309,9 @@ SECTIONS: dict[str, type[_Section]] = {
 }
 
 
-def looks_like_corpus(folder: Path) -> bool:
-    return any((folder / marker).exists() for marker in CORPUS_MARKERS)
-
-
 def find_corpus(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
-    """The corpus root: the flag, else DORY_CORPUS, else the current folder if it looks like one."""
-    chosen = explicit or env.get("DORY_CORPUS")
-    if chosen:
-        root = Path(chosen).expanduser()
-        if root.exists() and not root.is_dir():
-            raise CorpusNotFound(f"{root} is a file, not a corpus folder", path=str(root))
-        if not root.is_dir():
-            raise CorpusNotFound(f"corpus folder does not exist: {root}", path=str(root))
-        return root.resolve()
-    here = Path.cwd()
-    if looks_like_corpus(here):
-        return here.resolve()
-    raise CorpusNotFound(
-        "no corpus here: pass --corpus DIR, set DORY_CORPUS, or run `dory init DIR` to create one",
-        path=str(here),
-    )
+    """The corpus root (see dory.corpora for the order)."""
+    return locate(explicit, env).root
 
 
 def read_toml(root: Path) -> dict[str, Any]:
@@ -350,19 +350,34 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
+    return resolve_settings(corpus, overrides, env).settings
+
+
+@dataclass(frozen=True)
+class Resolved:
+    settings: Settings
+    sources: dict[str, str]  # dotted setting ("index.chunk_tokens", "state_dir") -> where its value came from
+
+
+def resolve_settings(
+    corpus: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Resolved:
+    """The settings and, for each value that is not a default, where it came from."""
     env = os.environ if env is None else env
-    root = find_corpus(corpus, env)
+    found = locate(corpus, env)
+    root, known = found.root, found.known
     layers: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
-    toml_data = read_toml(root)
-    for key in toml_data:
-        if key not in SECTIONS:
-            raise ConfigError(f"{root / CONFIG_FILE}: unknown section [{key}]", section=key)
-    for name in SECTIONS:
-        layers[name].update(toml_data.get(name, {}))
+    sources: dict[str, str] = {"corpus": found.how}
+    _add_file_layer(layers, sources, read_toml(root), str(root / CONFIG_FILE))
+    if known is not None:
+        _add_file_layer(layers, sources, known.settings, f"{known.source} [corpora.{known.name}]")
     for name, values in env_layer(env).items():
         for key, raw in values.items():
             layers[name][key] = _coerce_env(SECTIONS[name], key, raw)
-    state_dir: Any = None  # the flag; state_folder() falls back to DORY_STATE_DIR, then <corpus>/.dory
+            sources[f"{name}.{key}"] = f"env DORY_{name.upper()}_{key.upper()}"
+    state_dir: Any = None  # the flag; state_folder() falls back to DORY_STATE_DIR, the user config, .dory
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
@@ -373,7 +388,27 @@ def load_settings(
         if section not in layers or not key:
             raise ConfigError(f"unknown setting {dotted!r}", setting=dotted)
         layers[section][key] = value
+        sources[dotted] = "command line"
+    sources.update(corpus_sources(found, state_dir, env))
     try:
-        return Settings(corpus=root, state_dir=state_folder(root, state_dir, env), **layers)
+        settings = Settings(
+            corpus=root,
+            state_dir=state_folder(root, state_dir, env, state_dir_of(known, env)),
+            **registration(found),
+            **layers,
+        )
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {describe_validation_error(exc)}") from exc
+    return Resolved(settings, sources)
+
+
+def _add_file_layer(
+    layers: dict[str, dict[str, Any]], sources: dict[str, str], data: dict[str, Any], where: str
+) -> None:
+    for key, values in data.items():
+        if key not in SECTIONS:
+            raise ConfigError(f"{where}: unknown section [{key}]", section=key)
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}: [{key}] must be a table", section=key)
+        layers[key].update(values)
+        sources.update({f"{key}.{name}": where for name in values})

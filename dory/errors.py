@@ -294,6 +294,17 @@ def storage_error(exc: OSError, what: str) -> DoryError:
     return cls(f"could not write {what}: {reason}; {hint}", path=what, errno=exc.errno)
 
 
+class ReadOnlyCorpus(DoryError):
+    """A write into a corpus Dory must not write into (a folder added with `dory add` without
+    `--writable`), or of generated output when the corpus has none (`--no-output`). Nothing was
+    written. Exit 8 like the other refused writes; HTTP 403: asking again will not help, only
+    the corpus's configuration can."""
+
+    code = "read_only_corpus"
+    http_status = 403
+    exit_code = 8
+
+
 class IndexLocked(DoryError):
     code = "index_locked"
     http_status = 409

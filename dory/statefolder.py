@@ -30,9 +30,14 @@ MAX_SOCKET_PATH = 100
 CONNECT_TIMEOUT_S = 5.0
 
 
-def state_folder(corpus: Path, explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
-    """The state folder: the flag, else DORY_STATE_DIR, else `<corpus>/.dory`; absolute."""
-    return Path(explicit or env.get("DORY_STATE_DIR") or corpus / STATE_DIR_NAME).expanduser().resolve()
+def state_folder(
+    corpus: Path, explicit: str | os.PathLike[str] | None, env: Mapping[str, str], registered: Path | None = None
+) -> Path:
+    """The state folder: the flag, else DORY_STATE_DIR, else the one the user config gives the corpus
+    (`registered`: a folder Dory must not write into keeps it in the platform state folder), else
+    `<corpus>/.dory`; absolute."""
+    chosen = explicit or env.get("DORY_STATE_DIR") or registered or corpus / STATE_DIR_NAME
+    return Path(chosen).expanduser().resolve()
 
 
 def control_socket(state_dir: Path) -> Path:

@@ -33,6 +33,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.skip(reason="MiniLM model not installed (dory models install)"))
 
 
+# Where Dory keeps its user config (corpora.toml), and where added corpora keep state and output.
+USER_FOLDERS = ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME")
+
+
+@pytest.fixture(autouse=True)
+def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's own user config, state and data folders (inherited by every `dory` it runs): no
+    test reads the developer's corpora.toml, whose default corpus would answer where a test expects
+    none, nor what another test added there."""
+    base = tmp_path_factory.mktemp("user")
+    for name in USER_FOLDERS:
+        monkeypatch.setenv(name, str(base / name.lower()))
+
+
 def dory_command() -> list[str]:
     """The installed console script next to this interpreter, else on PATH, else its entry point."""
     beside = Path(sys.executable).with_name("dory")

@@ -232,11 +232,22 @@ def test_cwd_without_a_marker_is_corpus_not_found(tmp_path: Path, monkeypatch: p
 
 
 def test_dory_corpus_env_is_used_and_the_flag_beats_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    by_env, by_flag, cwd = corpus(tmp_path, name="env"), corpus(tmp_path, name="flag"), corpus(tmp_path, "", "cwd")
+    by_env, by_flag, cwd = corpus(tmp_path, name="env"), corpus(tmp_path, name="flag"), corpus(tmp_path, name="cwd")
+    (cwd / "core").mkdir()  # the older marker counts only when nothing else names a corpus
     monkeypatch.chdir(cwd)
     assert load_settings(env={"DORY_CORPUS": str(by_env)}).corpus == by_env.resolve()
     assert load_settings(by_flag, env={"DORY_CORPUS": str(by_env)}).corpus == by_flag.resolve()
     assert load_settings(env={"DORY_CORPUS": ""}).corpus == cwd.resolve()  # empty means unset
+
+
+def test_a_corpus_found_from_the_current_folder_beats_dory_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As git finds its repository: the nearest dory.toml or .dory/ at or above the current folder
+    comes before DORY_CORPUS (issue 20's order)."""
+    by_env, here = corpus(tmp_path, name="env"), corpus(tmp_path, "", "here")
+    monkeypatch.chdir(here)
+    assert load_settings(env={"DORY_CORPUS": str(by_env)}).corpus == here.resolve()
 
 
 @pytest.mark.parametrize("kind", ["missing", "file"])

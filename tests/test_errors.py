@@ -67,6 +67,7 @@ TABLE = {
     "PermissionDenied": ("permission_denied", 503, 8),
     "ReadOnlyStorage": ("read_only", 503, 8),
     "DiskFull": ("disk_full", 507, 8),
+    "ReadOnlyCorpus": ("read_only_corpus", 403, 8),
     "IndexLocked": ("index_locked", 409, 6),
     "DaemonAlreadyRunning": ("daemon_already_running", 409, 6),
     "WriteConflict": ("conflict", 409, 7),

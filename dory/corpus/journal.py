@@ -33,7 +33,7 @@ from dory.corpus.atomic import (
     write_atomic,
 )
 from dory.corpus.faults import crash_point
-from dory.errors import HashConflict, WriteConflict, storage_error
+from dory.errors import HashConflict, ReadOnlyCorpus, WriteConflict, storage_error
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,20 @@ class ReceiptBook(Protocol):
 
 class Journal:
     def __init__(
-        self, corpus: Path, folder: Path, receipts: ReceiptBook | None = None, request_id: str | None = None
+        self,
+        corpus: Path,
+        folder: Path,
+        receipts: ReceiptBook | None = None,
+        request_id: str | None = None,
+        read_only: bool = False,
     ) -> None:
         self.corpus = corpus
         self.folder = folder
         self.receipts = receipts
         self.request_id = request_id
+        # A corpus Dory must not write into: every operation is refused before anything is staged
+        # (the service refuses earlier, with a message naming the corpus; this is the last line).
+        self.read_only = read_only
 
     def apply(self, op: str, changes: list[FileChange], response: dict[str, Any] | None = None) -> None:
         """Make every change or none. A conflict, or the file system refusing a write (permissions,
@@ -65,6 +73,8 @@ class Journal:
         own error; the journal is left clean, so the next write is never blocked by this one. With a
         request id, `response` is staged with the changes and recorded as the request's receipt
         before the operation is forgotten (by this call, or by `recover` after a crash)."""
+        if self.read_only:
+            raise ReadOnlyCorpus(f"cannot {op} {', '.join(c.path for c in changes)}: the corpus is read-only")
         staging = self._stage(op, changes, response)
         record = json.loads((staging / "journal.json").read_text())
         done = 0
@@ -174,6 +184,9 @@ class Journal:
         (to be re-indexed)."""
         if not self.folder.is_dir():
             return [], []
+        if self.read_only:
+            waiting = self.pending()
+            return ([f"{waiting} interrupted writes wait: the corpus is read-only now"] if waiting else []), []
         report: list[str] = []
         touched: list[str] = []
         for staging in sorted(p for p in self.folder.iterdir() if p.is_dir() and p.name != "failed"):

@@ -119,17 +119,23 @@ class Daemon:
         self._start_scheduler()
         self.capture.start()
         self._state_thread.start()
-        corpus = self.settings.corpus
+        corpus, named = self.settings.corpus, self.settings.name or self.settings.corpus
         log.info("watching %s (pid %d); the index is in %s", corpus, os.getpid(), self.settings.state_dir)
+        if self.settings.read_only:
+            log.info(
+                "read-only: Dory never writes into %s; digests, the wiki and proposals go to %s",
+                corpus,
+                self.settings.output_root or "nowhere (no output folder)",
+            )
         log.info(
             "save or edit any .md note under %s in your editor and it is searchable in about a second; "
             'in another terminal: dory --corpus %s search "words from one of your notes", '
             "dory --corpus %s status, or bring in notes you have elsewhere with dory --corpus %s migrate "
             "PATH --dry-run  (Ctrl-C stops the daemon)",
             corpus,
-            corpus,
-            corpus,
-            corpus,
+            named,
+            named,
+            named,
         )
 
     def _take_lock(self) -> None:

@@ -1,4 +1,5 @@
-"""A changed dory.toml, noticed by the running daemon (checked at every heartbeat).
+"""A changed dory.toml (or, for a corpus added with `dory add`, its corpora.toml), noticed by the
+running daemon (checked at every heartbeat).
 
 What can change under a running daemon is applied at once: `[jobs]` (schedules), `[capture]` and
 `[digest]` (what the next job run reads). Any other section is read by parts that are built once
@@ -14,8 +15,10 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from dory.config import CONFIG_FILE, SECTIONS, Settings
+from dory.config import SECTIONS, Settings
+from dory.corpus.roots import config_files
 from dory.errors import DoryError
 
 log = logging.getLogger("dory.daemon")
@@ -31,17 +34,14 @@ class ConfigChange:
 
 class ConfigWatch:
     def __init__(self, settings: Settings, load: Callable[[], Settings]) -> None:
-        self.path = settings.corpus / CONFIG_FILE
+        self.paths = config_files(settings)
+        self.path = self.paths[-1]  # named in the log: the file a person edits for this corpus
         self._load = load  # settings as the daemon would read them now (file and environment)
         self._stamp = self._stat()
         self._seen = load()
 
-    def _stat(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+    def _stat(self) -> tuple[tuple[int, int, int] | None, ...]:
+        return tuple(_stamp(path) for path in self.paths)
 
     def check(self, current: Settings) -> ConfigChange | None:
         """The change to apply when dory.toml changed since the last look (logged either way)."""
@@ -69,3 +69,11 @@ class ConfigWatch:
         log.info("%s changed: applied [%s]", self.path, "], [".join(applied))
         update = {name: getattr(fresh, name) for name in applied}
         return ConfigChange(current.model_copy(update=update), applied, restart)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)

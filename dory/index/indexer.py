@@ -21,7 +21,8 @@ from dory.config import Settings
 from dory.corpus.chunking import CHUNKER_VERSION, CountMany, chunk_lines
 from dory.corpus.document import Document, ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules
-from dory.corpus.scan import FileStat, ScanResult, Skip, scan_corpus, scan_paths
+from dory.corpus.roots import read_root, scan_notes
+from dory.corpus.scan import FileStat, ScanResult, Skip
 from dory.index.store import IndexedFile, IndexStore, now_iso
 from dory.index.vectors import VectorStore
 
@@ -71,7 +72,7 @@ class Indexer:
 
     # -- planning ----------------------------------------------------------------------------
     def scan(self) -> ScanResult:
-        return scan_corpus(self.settings.corpus, self.rules)
+        return scan_notes(self.settings, self.rules)
 
     def plan(self, scan: ScanResult, full: bool = False) -> tuple[Plan, dict[str, Document]]:
         """Classify every path; returns the documents already read while hashing candidates."""
@@ -105,7 +106,7 @@ class Indexer:
 
     def _read(self, st: FileStat, plan: Plan) -> Document | None:
         try:
-            return read_document(self.settings.corpus, st.path, self.settings.index.max_file_bytes)
+            return read_document(read_root(self.settings, st.path), st.path, self.settings.index.max_file_bytes)
         except ReadProblem as problem:
             plan.skipped.append(Skip(st.path, problem.reason, problem.detail, st.size, st.mtime_ns))
             return None
@@ -151,7 +152,7 @@ class Indexer:
         `paths` limits the pass to those files and folders (what the watcher saw change); missing
         ones are deleted, so the caller must only pass paths it has evidence about.
         """
-        scan = self.scan() if paths is None else scan_paths(self.settings.corpus, self.rules, paths)
+        scan = scan_notes(self.settings, self.rules, paths)
         plan, docs = self.plan(scan, full)
         report = LexicalReport(plan=plan, chunker=self.chunker_id)
         work: list[tuple[str, str | tuple[str, str]]] = [("write", p) for p in plan.new + plan.changed]

@@ -22,6 +22,11 @@ def run(ctx: JobContext) -> JobResult:
         return JobResult(outputs={"enabled": False}, warnings=["capture is off (`dory capture on` turns it on)"])
     if ctx.dry_run:
         return JobResult(outputs={"enabled": True, "dry_run": True})
+    if ctx.settings.output_root is None and not cfg.server:
+        return JobResult(
+            outputs={"enabled": True, "files": 0},
+            warnings=["capture has nowhere to save sessions: this corpus has no output folder (--no-output)"],
+        )
     ledger = CaptureLedger(ctx.settings.capture_db_path)
     try:
         spool = Spool(ctx.settings.capture_spool_path)

@@ -24,6 +24,7 @@ from typing import Any
 from dory import llm
 from dory.config import Settings
 from dory.corpus.paths import SESSIONS_ROOT
+from dory.corpus.roots import output_root, read_root
 from dory.errors import BackendUnavailable, DoryError, LlmBadOutput
 from dory.jobs import digest_late, generated
 from dory.jobs.digest import Bullet, Source, one_line, section
@@ -105,7 +106,7 @@ def collect(settings: Settings, day: dt.date, now: dt.datetime) -> Day:
     for row in rows:
         rel = row["path"]
         try:
-            session = parse_session(rel, (settings.corpus / rel).read_bytes())
+            session = parse_session(rel, (read_root(settings, rel) / rel).read_bytes())
         except (OSError, ValueError, DoryError) as exc:  # changed since it was indexed: report it, go on
             out.skipped.append(f"{rel}: {exc}")
             continue
@@ -113,7 +114,7 @@ def collect(settings: Settings, day: dt.date, now: dt.datetime) -> Day:
         turns = [m for m in session.turns() if local_day(m.time or fallback) == day]
         if not turns:
             continue
-        if _still_written(settings.corpus / rel, session, now, quiet):
+        if _still_written(read_root(settings, rel) / rel, session, now, quiet):
             out.waiting.append(rel)
             continue
         out.sessions.append(DaySession(rel, session, turns))
@@ -367,7 +368,7 @@ def run(ctx: JobContext) -> JobResult:
     if not day.sessions:
         return JobResult(outputs={**outputs, "written": 0}, warnings=warnings, defer=_deferral(day, now))
     digest, method, counters = with_llm(day, ctx.settings, warnings)
-    files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
+    files = generated.GeneratedFiles(output_root(ctx.settings, "digests"), ctx.dry_run)
     rel = path_for(day_date)
     files.write(rel, render(day, digest, method))
     if files.written and not ctx.dry_run:

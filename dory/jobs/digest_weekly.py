@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from dory.corpus.document import ReadProblem, read_document
+from dory.corpus.roots import output_root, read_root
 from dory.jobs import generated
 from dory.jobs.digest import Bullet, Source, cited, one_line, section
 from dory.jobs.digest_daily import path_for
@@ -47,10 +48,11 @@ def read_dailies(
     found, bullets, problems = [], [], []
     for day in days:
         rel = path_for(day)
-        if not (ctx.settings.corpus / rel).is_file():
+        root = read_root(ctx.settings, rel)
+        if not (root / rel).is_file():
             continue
         try:
-            doc = read_document(ctx.settings.corpus, rel, ctx.settings.index.max_file_bytes)
+            doc = read_document(root, rel, ctx.settings.index.max_file_bytes)
         except ReadProblem as exc:
             problems.append(f"{rel}: {exc}")
             continue
@@ -143,7 +145,7 @@ def run(ctx: JobContext) -> JobResult:
     unfinished = "the week is not over yet" if days[-1] >= dt.date.today() else None
     if not found:
         return JobResult(outputs={**outputs, "written": 0}, warnings=warnings, defer=unfinished)
-    files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
+    files = generated.GeneratedFiles(output_root(ctx.settings, "digests"), ctx.dry_run)
     rel = f"{FOLDER}/{ctx.period}.md"
     files.write(rel, render(ctx.period, found, bullets))
     if files.written and not ctx.dry_run:

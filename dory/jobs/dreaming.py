@@ -29,6 +29,7 @@ from typing import Any
 from dory.corpus.atomic import sha256_of
 from dory.corpus.document import ReadProblem, read_document
 from dory.corpus.paths import QUARANTINE_DIR
+from dory.corpus.roots import output_root, read_root
 from dory.errors import DoryError
 from dory.index.store import IndexStore
 from dory.jobs.digest import Source, cited, sections_of
@@ -65,7 +66,7 @@ class Dream:
 
     def __init__(self, ctx: JobContext, store: IndexStore, log: RecallLog, sessions: SessionStore | None) -> None:
         self.ctx, self.store, self.log, self.sessions = ctx, store, log, sessions
-        self.corpus = ctx.settings.corpus
+        self.output = output_root(ctx.settings, "proposals")  # the dailies and the transcripts they cite
         self.stopped: Counter[str] = Counter()
         self.warnings: list[str] = []
         self.created: list[str] = []
@@ -76,8 +77,8 @@ class Dream:
         """Candidates from the dailies not dreamed yet, and (path, sha256) of those read."""
         out: list[Candidate] = []
         read: list[tuple[str, str]] = []
-        for file in sorted((self.corpus / DAILY_FOLDER).glob("*.md")):
-            rel = file.relative_to(self.corpus).as_posix()
+        for file in sorted((self.output / DAILY_FOLDER).glob("*.md")):
+            rel = file.relative_to(self.output).as_posix()
             try:
                 data = file.read_bytes()
             except OSError as exc:
@@ -143,7 +144,7 @@ class Dream:
     def _turn(self, rel: str, line: int) -> tuple[Session, Message] | None:
         """The session and its turn at `line`; None (and counted) when it cannot be used."""
         try:
-            session = parse_session(rel, (self.corpus / rel).read_bytes())
+            session = parse_session(rel, (self.output / rel).read_bytes())
         except (OSError, ValueError):
             self.stopped["source_unreadable"] += 1
             return None
@@ -172,7 +173,9 @@ class Dream:
 
     def _from_recalled(self, item: Recalled) -> Candidate | None:
         try:
-            doc = read_document(self.corpus, item.path, self.ctx.settings.index.max_file_bytes)
+            doc = read_document(
+                read_root(self.ctx.settings, item.path), item.path, self.ctx.settings.index.max_file_bytes
+            )
         except (ReadProblem, OSError):
             self.stopped["source_unreadable"] += 1
             return None

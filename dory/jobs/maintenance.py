@@ -31,6 +31,7 @@ from typing import Any
 from dory.config import Settings
 from dory.corpus.atomic import sha256_of
 from dory.corpus.document import ReadProblem, parse_document, read_document
+from dory.corpus.roots import output_root, read_root, write_root
 from dory.index.store import IndexStore
 from dory.jobs import generated
 from dory.jobs.job import JobContext, JobResult
@@ -126,8 +127,8 @@ def _maintain(ctx: JobContext, store: IndexStore) -> JobResult:
     lint = graph.lint(conn, LinkLintRequest(max_items=LINT_ALL, exclude_prefix=[REPORT_DIR + "/"]))
     # Transcripts and wiki pages are kept out of the durable index on purpose: a link into them is
     # checked against the disk.
-    corpus = ctx.settings.corpus
-    broken = [link for link in lint.broken if not outside_index_target(corpus, link.source, link.kind, link.target)]
+    output = output_root(ctx.settings, "the maintenance report")  # transcripts and the wiki are there
+    broken = [link for link in lint.broken if not outside_index_target(output, link.source, link.kind, link.target)]
     findings.broken_links = [_broken_item(link) for link in broken]
     findings.orphans = [_code(path) for path in lint.orphans if not path.startswith(ORPHAN_EXEMPT)]
     findings.stale_compiled = _stale_compiled(ctx.settings, store)
@@ -141,7 +142,7 @@ def _maintain(ctx: JobContext, store: IndexStore) -> JobResult:
 def _report(ctx: JobContext, findings: Findings, fixing: Fixing) -> JobResult:
     rel = f"{REPORT_DIR}/{ctx.period}.md"
     meta = {"title": f"Maintenance report {ctx.period}", "type": "report", "status": "active", "date": ctx.period}
-    files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
+    files = generated.GeneratedFiles(output_root(ctx.settings, "the maintenance report"), ctx.dry_run)
     files.write(rel, generated.render(meta, _body(ctx.period, findings, fixing), "maintain"))
     warnings = fixing.warnings + files.warnings
     if not ctx.dry_run:
@@ -185,7 +186,7 @@ def _stale_compiled(settings: Settings, store: IndexStore) -> list[str]:
         if place is None or place[0] not in CANONICAL_FAMILIES:
             continue
         try:
-            doc = read_document(settings.corpus, path, settings.index.max_file_bytes)
+            doc = read_document(read_root(settings, path), path, settings.index.max_file_bytes)
         except ReadProblem:
             continue  # reported under skipped files
         updated = parse_day(doc.frontmatter.get("updated"))
@@ -242,7 +243,9 @@ def _fix_links(ctx: JobContext, store: IndexStore, broken: list[BrokenLink], fix
     for fix in fixes:
         by_file.setdefault(fix.source, []).append(fix)
     for source, group in sorted(by_file.items()):
-        edit = _rewrite(ctx.settings.corpus, source, indexed[source].sha256 if source in indexed else "", group)
+        edit = _rewrite(
+            write_root(ctx.settings, source), source, indexed[source].sha256 if source in indexed else "", group
+        )
         if isinstance(edit, str):
             fixing.lines.append(f"not fixed: {_code(source)}: {edit}")
             continue

@@ -90,6 +90,8 @@ def recent_imports(settings: Settings) -> list[InboxImport]:
 
 
 def run(ctx: JobContext) -> JobResult:
+    if ctx.settings.read_only:  # its schedule is off then; this is the last line (it moves entries too)
+        return JobResult(warnings=["the corpus is read-only: nothing is taken from inbox/import/"])
     base = ctx.settings.corpus / IMPORT_DIR
     record = Record.load(record_path(ctx.settings))
     names = entries(base)

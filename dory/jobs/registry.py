@@ -58,6 +58,11 @@ class JobSpec:
     # for while one is going is skipped at once (that one covers it) instead of holding a scheduler
     # thread, or the heartbeat, until it ends.
     sweep: bool = False
+    # Writes generated output (digests, proposals, reports, the wiki): off for a corpus without an
+    # output folder (a vault added with `dory add --no-output`).
+    writes_output: bool = False
+    # Writes notes into the corpus folder (migrate-inbox): off for a corpus Dory must not write into.
+    writes_notes: bool = False
 
 
 def _reconcile(ctx: JobContext) -> JobResult:
@@ -92,6 +97,7 @@ def _specs() -> dict[str, JobSpec]:
             "yesterday's sessions → digests/daily/YYYY-MM-DD.md",
             "30 2 * * *",
             digest_daily.run,
+            writes_output=True,
             catch_up="all",
             period_of=previous_day,
             daily_periods=True,
@@ -104,6 +110,7 @@ def _specs() -> dict[str, JobSpec]:
             "last week's daily digests → digests/weekly/YYYY-Www.md",
             "0 3 * * 1",
             digest_weekly.run,
+            writes_output=True,
             catch_up="all",
             period_of=previous_week,
             daily_periods=True,
@@ -115,6 +122,7 @@ def _specs() -> dict[str, JobSpec]:
             "new digests and often-recalled pages → proposals in inbox/proposed/",
             "30 3 * * *",
             dreaming.run,
+            writes_output=True,
             period_of=fire_day,
             daily_periods=True,
             warn_if_empty=True,
@@ -125,6 +133,7 @@ def _specs() -> dict[str, JobSpec]:
             "health report under inbox/maintenance/ (links, stale pages, drift)",
             "0 4 * * *",
             maintenance.run,
+            writes_output=True,
             period_of=fire_day,
             daily_periods=True,
             check_period=check_day,
@@ -134,6 +143,7 @@ def _specs() -> dict[str, JobSpec]:
             "compile wiki/ (family indexes, hot.md) from canonical pages",
             "off",
             wiki.run,
+            writes_output=True,
             period_of=fire_day,
             daily_periods=True,
             after="dream",
@@ -146,6 +156,7 @@ def _specs() -> dict[str, JobSpec]:
             migrate_inbox.run,
             period_of=run_key,
             sweep=True,
+            writes_notes=True,
         ),
         JobSpec(
             "capture",
@@ -170,6 +181,11 @@ def get_job(name: str) -> JobSpec:
 
 
 def schedule_spec(settings: Settings, name: str) -> str:
+    """The job's cron line; "off" for a job that writes output when the corpus has no output folder, or
+    notes when the corpus is read-only."""
+    spec = get_job(name)
+    if (spec.writes_output and settings.output_root is None) or (spec.writes_notes and settings.read_only):
+        return "off"
     return settings.jobs.schedules().get(name, get_job(name).default_schedule)
 
 

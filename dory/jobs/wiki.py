@@ -21,6 +21,7 @@ from typing import Any
 from dory.config import Settings
 from dory.corpus.document import Document, ReadProblem, parse_document, read_document
 from dory.corpus.paths import WIKI_ROOT, IgnoreRules
+from dory.corpus.roots import output_root
 from dory.corpus.scan import scan_paths
 from dory.corpus.shorten import shorten
 from dory.jobs import generated
@@ -82,7 +83,7 @@ class Inputs:
 def run(ctx: JobContext) -> JobResult:
     inputs = _collect(ctx)
     produced = _render_all(inputs)
-    files = generated.GeneratedFiles(ctx.settings.corpus, ctx.dry_run)
+    files = generated.GeneratedFiles(output_root(ctx.settings, "the wiki"), ctx.dry_run)
     for rel, data in sorted(produced.items()):
         files.write(rel, data)
     pruned, prune_warnings = _prune(ctx.settings, set(produced), ctx.dry_run)
@@ -329,11 +330,12 @@ def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 def _prune(settings: Settings, produced: set[str], dry_run: bool) -> tuple[list[str], list[str]]:
     """Delete wiki pages this job generated earlier, nobody edited, and this run no longer makes."""
-    scan = scan_paths(settings.corpus, IgnoreRules(settings.index.ignore), [WIKI_ROOT])
+    output = output_root(settings, "the wiki")
+    scan = scan_paths(output, IgnoreRules(settings.index.ignore), [WIKI_ROOT])
     pruned: list[str] = []
     warnings: list[str] = []
     for rel in sorted(set(scan.files) - produced):
-        path = settings.corpus / rel
+        path = output / rel
         if path.is_symlink() or scan.files[rel].size > settings.index.max_file_bytes:
             continue
         try:

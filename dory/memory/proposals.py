@@ -18,7 +18,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from dory.config import Settings
 from dory.corpus.atomic import file_hash, write_atomic
+from dory.corpus.roots import output_root
 from dory.corpus.shorten import shorten_slug
 from dory.errors import NotFound, StaleProposal, UsageError, WriteConflict
 from dory.memory.entities import slugify
@@ -51,8 +53,14 @@ def digest_of(req: MemoryWriteRequest) -> str:
 
 
 class ProposalStore:
-    def __init__(self, corpus: Path) -> None:
-        self.corpus = corpus
+    def __init__(self, corpus: Path, folders: Path) -> None:
+        self.corpus = corpus  # the notes a proposal changes (their hashes tell a stale proposal)
+        self.folders = folders  # where inbox/proposed, applied and rejected are (Dory's output)
+
+    @classmethod
+    def of(cls, settings: Settings) -> ProposalStore:
+        """The corpus's proposals, in its output (refused with ReadOnlyCorpus when it has none)."""
+        return cls(settings.corpus, output_root(settings, "proposals"))
 
     def create(self, req: ProposalCreateRequest, plan: Planner) -> ProposalCreateResponse:
         write = req.write.model_copy(update={"dry_run": True, "allow_canonical": False, "soft": False})
@@ -156,7 +164,7 @@ class ProposalStore:
 
     # -- files -------------------------------------------------------------------------------
     def _files(self, status: ProposalStatus) -> builtins.list[Path]:
-        folder = self.corpus / FOLDERS[status]
+        folder = self.folders / FOLDERS[status]
         return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
     def _load_all(self, status: ProposalStatus, warnings: builtins.list[str] | None = None) -> builtins.list[Proposal]:
@@ -172,7 +180,7 @@ class ProposalStore:
 
     def _path_of(self, proposal_id: str) -> Path | None:
         for status in _LOOKUP_ORDER:
-            path = self.corpus / FOLDERS[status] / f"{proposal_id}.json"
+            path = self.folders / FOLDERS[status] / f"{proposal_id}.json"
             if path.exists():
                 return path
         return None
@@ -187,12 +195,12 @@ class ProposalStore:
         return None
 
     def _save(self, proposal: Proposal) -> None:
-        path = self.corpus / FOLDERS[proposal.status] / f"{proposal.id}.json"
+        path = self.folders / FOLDERS[proposal.status] / f"{proposal.id}.json"
         write_atomic(path, (proposal.model_dump_json(indent=2) + "\n").encode("utf-8"))
 
     def _move(self, old: Proposal, new: Proposal) -> None:
         self._save(new)
-        (self.corpus / FOLDERS[old.status] / f"{old.id}.json").unlink(missing_ok=True)
+        (self.folders / FOLDERS[old.status] / f"{old.id}.json").unlink(missing_ok=True)
 
 
 def _load(path: Path) -> Proposal:

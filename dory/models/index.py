@@ -18,6 +18,13 @@ class SkippedFile(_Model):
 class StatusResponse(_Model):
     corpus: str
     state_dir: str
+    name: str | None = Field(None, description="the corpus's name in corpora.toml, when it is listed there")
+    read_only: bool = Field(
+        False, description="Dory never writes into the corpus folder (`dory add` without --writable)"
+    )
+    output: str | None = Field(
+        None, description="where digests, the wiki, proposals and sessions go; none when the corpus has no output"
+    )
     files_on_disk: int
     files_indexed: int
     chunks: int

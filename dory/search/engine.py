@@ -8,12 +8,12 @@ across modes.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from dory.config import Settings
+from dory.corpus.roots import read_root
 from dory.errors import BackendUnavailable
 from dory.index.store import IndexStore
 from dory.models import SearchHit, SearchRequest, SearchResponse, StageScores
@@ -148,7 +148,7 @@ class SearchEngine:
             evidence_class=H.evidence_class(c),
             score=round(c.score, 6),
             confidence=H.confidence(c, parsed, position, stages.get("vector_score")),
-            stale_warning=H.stale_warning(Path(self.settings.corpus), c),
+            stale_warning=H.stale_warning(read_root(self.settings, c.path), c),
             explain=explain,
         )
 

@@ -9,6 +9,7 @@ one request model and returns one response model (dory.models).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -17,10 +18,11 @@ from typing import Any, TypeVar, cast
 
 from dory.config import Settings
 from dory.context.wake import RecentSession, build_wake
-from dory.corpus.atomic import sweep_leftovers
+from dory.corpora import UserConfig
 from dory.corpus.paths import normalize_rel
+from dory.corpus.roots import check_writable, output_root
 from dory.corpus.template import copy_template
-from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound
+from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound, ReadOnlyCorpus
 from dory.index import vector_pass
 from dory.index.embedders.model_files import install_model, model_status
 from dory.index.indexer import Progress, no_progress
@@ -73,7 +75,7 @@ from dory.service.freshness import current_generation, wait_for_generation
 from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
 from dory.service.migrate import MigrateService
 from dory.service.notes import read_note
-from dory.service.owner import IndexOwner, local_ownership
+from dory.service.owner import IndexOwner, local_ownership, sweep_writable
 from dory.service.resources import Resources
 from dory.service.session_deps import SessionDeps
 from dory.service.sessions import SessionService
@@ -226,15 +228,18 @@ class DoryService:
         """An exact write. A dry run only reads; a live one runs where the index is owned."""
         if req.dry_run:
             return ExactWriter(self.settings, self.owner.journal()).plan(req).response
+        check_writable(self.settings, req.path)
         return WriteResponse.model_validate(self.submit(ExactWriteOp(request=req), request_id))
 
     def memory_write(self, req: MemoryWriteRequest, request_id: str | None = None) -> MemoryWriteResponse:
         if req.dry_run:
             self._require_index()
             return WriteRunner(self.settings, self.owner).semantic_writer().plan(req).response
+        check_writable(self.settings, f"memory about {req.subject!r}")
         return MemoryWriteResponse.model_validate(self.submit(MemoryWriteOp(request=req), request_id))
 
     def proposal_apply(self, req: ProposalDecision, request_id: str | None = None) -> Proposal:
+        check_writable(self.settings, f"proposal {req.id}")
         return Proposal.model_validate(self.submit(ProposalApplyOp(request=req), request_id))
 
     def index_paths(self, paths: list[str]) -> ReindexResponse:
@@ -280,7 +285,7 @@ class DoryService:
 
     # -- proposals ---------------------------------------------------------------------------
     def proposals(self) -> ProposalStore:
-        return ProposalStore(self.settings.corpus)
+        return ProposalStore.of(self.settings)
 
     def proposal_create(self, req: ProposalCreateRequest) -> ProposalCreateResponse:
         self._require_index()
@@ -288,6 +293,10 @@ class DoryService:
         return self.proposals().create(req, lambda write: planner.plan(write).response)
 
     def proposal_list(self, status: ProposalStatus | None = None) -> ProposalListResponse:
+        if self.settings.output_root is None:
+            return ProposalListResponse(
+                proposals=[], counts={}, warnings=["this corpus has no output folder, so no proposals"]
+            )
         return self.proposals().list(status)
 
     def proposal_show(self, proposal_id: str) -> Proposal:
@@ -310,7 +319,7 @@ class DoryService:
             return ReindexResponse.model_validate(answer)
         with local_ownership(self.owner, req.wait_s, on_wait) as recovered:
             warnings = [f"journal: {line}" for line in recovered]
-            warnings += [f"recovery: {line}" for line in sweep_leftovers(self.settings.corpus)]
+            warnings += [f"recovery: {line}" for line in sweep_writable(self.settings)]
             vectors = self.owner.owned_vectors(warnings) if req.vectors else None
             response = self.owner.apply_changes(req.full, None, progress, vectors)
             if vectors is not None:
@@ -342,7 +351,13 @@ class DoryService:
         return run
 
     def _run_job(self, req: JobRunRequest, progress: Progress) -> JobRun:
-        get_job(req.job)
+        spec = get_job(req.job)
+        if spec.writes_output:
+            output_root(self.settings, f"the output of {req.job}")
+        if spec.writes_notes:
+            check_writable(self.settings, f"the notes {req.job} imports")
+        if req.fix:
+            check_writable(self.settings, "the fixes maintain --fix makes")
         if self.in_process_owner is not None:
             return self.in_process_owner.run_job(req)
         with suppress(DaemonNotRunning):
@@ -370,7 +385,13 @@ class DoryService:
 
 
 def init_corpus(target: Path, install: bool, announce: Callable[[str], None], bare: bool = False) -> dict[str, Any]:
-    """`dory init`: copy the template (never overwriting; `bare`: no notes), then install the model if it is missing."""
+    """`dory init`: copy the template (never overwriting; `bare`: no notes), then install the model if it is missing.
+    A folder added with `dory add` as read-only is refused: init would write into it."""
+    known = UserConfig.load(os.environ).by_path(target) if target.is_dir() else None
+    if known is not None and known.read_only:
+        raise ReadOnlyCorpus(
+            f"{target} is the read-only corpus {known.name!r} (`dory add`): init would write into it", name=known.name
+        )
     created = copy_template(target, bare)
     model = model_status()
     if install and not model["verified"]:

@@ -1,7 +1,8 @@
 """Automatic session capture as the surfaces see it: switch it on or off, and say how it stands.
 
 `set_capture` is the one place that writes `[capture]` into dory.toml (`dory capture on|off`, and
-`dory connect` when it installs Dory into a harness). It edits the file with tomlkit, so the user's
+`dory connect` when it installs Dory into a harness), or, for a folder added with `dory add`, into
+its entry in corpora.toml (never into the folder). It edits the file with tomlkit, so the user's
 comments, order and other sections stay as they were, and replaces it atomically. A running daemon
 notices the change at its next heartbeat and starts or stops capturing (dory/daemon/reload.py).
 """
@@ -11,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from dory.config import CONFIG_FILE, Settings
 from dory.corpus.atomic import write_atomic
+from dory.corpus.roots import settings_file
 from dory.errors import ConfigError
 from dory.jobs.ledger import JobLedger
 from dory.jobs.runner import job_run
@@ -33,16 +36,27 @@ ENABLED_ENV = "DORY_CAPTURE_ENABLED"
 def set_capture(corpus: Path, enabled: bool, server: str | None = None) -> bool:
     """Write `[capture] enabled` (and `server`, when given) into the corpus's dory.toml; True when
     the file changed. A file that is not valid TOML is refused, never rewritten."""
-    path = corpus / CONFIG_FILE
+    return _set_in(corpus / CONFIG_FILE, (), enabled, server)
+
+
+def set_capture_for(settings: Settings, enabled: bool, server: str | None = None) -> bool:
+    """`set_capture` where this corpus keeps its settings: its dory.toml, or its entry in corpora.toml
+    for a folder Dory must not write into (`[corpora.<name>.capture]`)."""
+    path, keys = settings_file(settings)
+    return _set_in(path, keys, enabled, server)
+
+
+def _set_in(path: Path, keys: tuple[str, ...], enabled: bool, server: str | None) -> bool:
     try:
         before = path.read_text(encoding="utf-8") if path.is_file() else ""
         doc = tomlkit.parse(before)
     except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
         raise ConfigError(f"{path}: {exc}; fix it, then run this again", path=str(path)) from exc
-    table = doc.get("capture")
-    if table is None:
-        table = tomlkit.table()
-        doc.add("capture", table)
+    table: Any = doc
+    for key in (*keys, "capture"):
+        if table.get(key) is None:
+            table.add(key, tomlkit.table())
+        table = table[key]
     table["enabled"] = enabled
     if server is not None:
         table["server"] = server
@@ -65,7 +79,7 @@ def capture_status(settings: Settings, changed: bool = False) -> CaptureStatus:
     spool = Spool(settings.capture_spool_path)
     status = CaptureStatus(
         enabled=cfg.enabled,
-        config_file=str(settings.corpus / CONFIG_FILE),
+        config_file=str(settings_file(settings)[0]),
         changed=changed,
         device=cfg.device or this_device(),
         roots=[

@@ -46,7 +46,7 @@ class ContextService:
             rel = files.resolve(req.session)
             session, _ = files.load(rel)
             messages = session_messages(session)
-            summary = read_summary(self.deps.settings.corpus / files.summary_path(rel))
+            summary = read_summary(files.corpus / files.summary_path(rel))
         else:
             messages = input_messages(req.messages or [])
         system = req.system

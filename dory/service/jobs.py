@@ -8,6 +8,7 @@ from typing import Protocol, TypeVar
 
 from dory.config import Settings
 from dory.corpus.atomic import swap_if_unchanged
+from dory.corpus.roots import write_root
 from dory.errors import WriteConflict
 from dory.index.indexer import Progress, no_progress
 from dory.index.store import IndexStore
@@ -93,11 +94,11 @@ class ServiceJobAPI:
 
     def propose(self, write: MemoryWriteRequest) -> ProposalCreateResponse:
         planner = WriteRunner(self.settings, self.owner).semantic_writer()
-        store = ProposalStore(self.settings.corpus)
+        store = ProposalStore.of(self.settings)
         return self._owned(lambda: store.create(ProposalCreateRequest(write=write), lambda w: planner.plan(w).response))
 
     def proposals(self) -> ProposalListResponse:
-        return ProposalStore(self.settings.corpus).list(None)
+        return ProposalStore.of(self.settings).list(None)
 
     def ingest_session(self, req: SessionIngestRequest) -> SessionIngestResponse:
         # Transcripts are written on the job's thread (they can be large); only their indexing
@@ -112,7 +113,7 @@ class ServiceJobAPI:
     def swap_file(self, rel: str, data: bytes, expected_hash: str) -> str | None:
         def swap() -> str | None:
             try:
-                swap_if_unchanged(self.settings.corpus / rel, data, expected_hash)
+                swap_if_unchanged(write_root(self.settings, rel) / rel, data, expected_hash)
             except WriteConflict as exc:
                 return exc.message
             return None
@@ -136,6 +137,10 @@ def jobs_table(settings: Settings) -> JobsResponse:
             shown, enabled, nxt = schedule.spec, schedule.enabled, None
             if schedule.enabled:
                 nxt = schedule.next_after(now_local())
+            elif spec.writes_output and settings.output_root is None:
+                shown = "off (this corpus has no output folder)"
+            elif spec.writes_notes and settings.read_only:
+                shown = "off (the corpus is read-only)"
             elif spec.driven:  # run by the daemon itself (capture)
                 shown, enabled = spec.driven(settings)
             elif spec.after:  # a follower without its own cron runs when its leader does

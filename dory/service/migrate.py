@@ -10,6 +10,7 @@ from typing import Any
 from dory import llm
 from dory.config import Settings
 from dory.corpus.paths import IMPORT_DIR
+from dory.corpus.roots import check_writable
 from dory.errors import LlmNotConfigured
 from dory.index.lock import WriterLock
 from dory.memory.entities import Registry
@@ -55,6 +56,8 @@ class MigrateService:
     def _migrate(
         self, req: MigrateRequest, progress: Progress | None, lock_wait_s: float, drop_folder: Path | None
     ) -> MigrateResponse:
+        if not req.dry_run:  # a plan writes nothing
+            check_writable(self.settings, f"the notes imported from {req.source}")
         client = llm.from_settings(self.settings) if req.llm else None
         if req.llm and client is None:
             raise LlmNotConfigured(
@@ -105,6 +108,8 @@ class MigrateService:
         return MigrationRunsResponse(runs=found)
 
     def undo(self, req: MigrateUndoRequest) -> MigrateUndoResponse:
+        if not req.dry_run:
+            check_writable(self.settings, f"the undo of migration {req.run}")
         with WriterLock(self.settings.state_dir / "migrate.lock", MIGRATE_LOCK_WAIT_S):
             response = undo(self.settings.corpus, req)
         if not req.dry_run:

@@ -19,6 +19,7 @@ from dory.config import Settings
 from dory.corpus.atomic import sweep_leftovers
 from dory.corpus.journal import Journal
 from dory.corpus.paths import IgnoreRules
+from dory.corpus.roots import writable_roots
 from dory.errors import DoryError, IndexLocked
 from dory.index import db, vector_pass
 from dory.index.indexer import Indexer, Plan, Progress, no_progress
@@ -29,7 +30,7 @@ from dory.models import ReindexResponse, SkippedFile
 from dory.service.receipts import Receipts
 from dory.service.resources import Resources
 from dory.sessions import vectors as session_vectors
-from dory.sessions.sync import sync_sessions
+from dory.sessions.sync import SyncReport, sync_sessions
 
 # However briefly a caller is willing to wait for other processes, other threads here get this long.
 TURN_WAIT_S = 300.0
@@ -45,7 +46,8 @@ class IndexOwner:
 
     def journal(self, request_id: str | None = None) -> Journal:
         """The multi-file write journal; a write made for a request records its receipt there."""
-        return Journal(self.settings.corpus, self.settings.journal_path, self.receipts(), request_id)
+        settings = self.settings
+        return Journal(settings.corpus, settings.journal_path, self.receipts(), request_id, settings.read_only)
 
     def receipts(self) -> Receipts:
         return Receipts(self.settings.receipts_path)
@@ -82,13 +84,18 @@ class IndexOwner:
         response = reindex_response(report.plan, started, planned=False)
         response.chunks_written = report.chunks_written
         response.vectors_pending = vector_pass.pending_count(store)
-        sessions = sync_sessions(
-            self.settings.corpus, self.resources.session_store(), IgnoreRules(self.settings.index.ignore), paths
-        )
+        sessions = self._sync_sessions(paths)
         response.sessions_indexed, response.sessions_deleted = len(sessions.indexed), len(sessions.deleted)
         response.skipped += [SkippedFile(path=s.path, reason=s.reason, detail=s.detail) for s in sessions.skipped]
         response.generation = self._next_generation(store, response)
         return response
+
+    def _sync_sessions(self, paths: list[str] | None) -> SyncReport:
+        """The session plane follows its transcripts, wherever Dory's output is (none: nothing to follow)."""
+        root = self.settings.output_root
+        if root is None:
+            return SyncReport()
+        return sync_sessions(root, self.resources.session_store(), IgnoreRules(self.settings.index.ignore), paths)
 
     def _next_generation(self, store: IndexStore, report: ReindexResponse) -> int:
         """Raise the index generation when the index changed, and wake readers waiting for it."""
@@ -115,9 +122,10 @@ class IndexOwner:
 
     def recover(self) -> list[str]:
         """What a start-up or a reindex does first: the journal, then a sweep of the whole corpus for
-        temporary files left by crashed writes (the journal repairs only the folders it names). A
+        temporary files left by crashed writes (the journal repairs only the folders it names; a
+        corpus Dory must not write into is not swept, the output folder is). A
         note put back is indexed by the reconcile or reindex that follows."""
-        return self.recover_journal() + sweep_leftovers(self.settings.corpus)
+        return self.recover_journal() + sweep_writable(self.settings)
 
     def owned_vectors(self, warnings: list[str]) -> VectorStore | None:
         """The owner's FAISS store, reset when the embedding fingerprint changed; None without vectors."""
@@ -182,6 +190,11 @@ def local_ownership(
             yield owner.recover_journal()
     finally:
         owner.turn.release()
+
+
+def sweep_writable(settings: Settings) -> list[str]:
+    """Temporary files of crashed writes, swept where Dory writes (never in a read-only corpus)."""
+    return [line for root in writable_roots(settings) for line in sweep_leftovers(root)]
 
 
 def reindex_response(plan: Plan, started: float, planned: bool) -> ReindexResponse:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dory.config import Settings
+from dory.corpus.roots import output_root
 from dory.models import ProposalCreateRequest, ProposalCreateResponse, ReindexResponse, WakeRequest, WakeResponse
 from dory.service.resources import Resources
 from dory.sessions.files import SessionFiles
@@ -21,4 +22,5 @@ class SessionDeps:
     wake: Callable[[WakeRequest], WakeResponse]
 
     def session_files(self) -> SessionFiles:
-        return SessionFiles(self.settings.corpus, self.resources.session_store())
+        """The transcripts, in the corpus's output (ReadOnlyCorpus when it has none)."""
+        return SessionFiles(output_root(self.settings, "session transcripts"), self.resources.session_store())

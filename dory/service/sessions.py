@@ -167,7 +167,7 @@ class SessionService:
         session, _ = files.load(rel)
         turns = session.turns()
         shown = turns[-last:] if last else turns
-        summary_file = self.deps.settings.corpus / files.summary_path(rel)
+        summary_file = files.corpus / files.summary_path(rel)
         summary = summary_file.read_text(encoding="utf-8", errors="replace") if summary_file.is_file() else None
         return SessionShowResponse(
             session=info(rel, session), turns=[_turn(m) for m in shown], total_turns=len(turns), summary=summary
@@ -190,14 +190,14 @@ class SessionService:
     # -- compaction --------------------------------------------------------------------------
     def compact(self, req: CompactRequest) -> CompactResponse:
         """Flush durable facts into proposals, then write the continuation summary next to the transcript."""
-        files, settings = self.deps.session_files(), self.deps.settings
+        files = self.deps.session_files()
         rel = files.resolve(req.id)
         session, _ = files.load(rel)
         messages = session_messages(session)
         covered = messages[: max(len(messages) - req.retain, 0)]
         retained = messages[len(covered) :]
         summary_rel = files.summary_path(rel)
-        previous = read_summary(settings.corpus / summary_rel)
+        previous = read_summary(files.corpus / summary_rel)
         warnings: list[str] = []
         created, existing = self._flush(rel, session, covered, req.dry_run, warnings)
         method, block, counters = self._summarise(covered, previous, warnings)
@@ -209,7 +209,7 @@ class SessionService:
             text = compaction.summary_file(
                 session.session_id, covered[-1].id if covered else None, method, block, stats, now_iso()
             )
-            write_atomic(settings.corpus / summary_rel, text.encode("utf-8"))
+            write_atomic(files.corpus / summary_rel, text.encode("utf-8"))
         return CompactResponse(
             session_id=session.session_id,
             path=rel,

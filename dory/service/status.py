@@ -94,6 +94,9 @@ class StatusReport:
         return StatusResponse(
             corpus=str(self.settings.corpus),
             state_dir=str(self.settings.state_dir),
+            name=self.settings.name,
+            read_only=self.settings.read_only,
+            output=str(self.settings.output_root) if self.settings.output_root else None,
             files_on_disk=len(scan.files),
             files_indexed=counts["files"],
             chunks=counts["chunks"],
@@ -118,7 +121,10 @@ class StatusReport:
         )
 
     def _session_counts(self, fingerprint: dict[str, Any] | None, warnings: list[str]) -> dict[str, int]:
-        scan = scan_paths(self.settings.corpus, IgnoreRules(self.settings.index.ignore), [SESSIONS_ROOT])
+        output = self.settings.output_root
+        if output is None:
+            return {}
+        scan = scan_paths(output, IgnoreRules(self.settings.index.ignore), [SESSIONS_ROOT])
         transcripts = {rel for rel in scan.files if not rel.endswith(SUMMARY_SUFFIX)}
         if not self.settings.sessions_db_path.exists():
             return {"on_disk": len(transcripts)} if transcripts else {}

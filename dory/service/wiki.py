@@ -38,7 +38,10 @@ class WikiService:
     def _compiled(self) -> list[WikiNote]:
         """The pages under wiki/ on disk (the index leaves them out), its home first. An unreadable
         page is still listed, by its path."""
-        found = scan_paths(self.settings.corpus, IgnoreRules(self.settings.index.ignore), [WIKI_ROOT]).files
+        output = self.settings.output_root
+        if output is None:
+            return []
+        found = scan_paths(output, IgnoreRules(self.settings.index.ignore), [WIKI_ROOT]).files
         pages = []
         for path in sorted(found, key=lambda p: (p != WIKI_HOME, p)):
             try:
@@ -71,11 +74,12 @@ class WikiService:
         if not written:
             return {}
         table = graph.names(self.resources.store().conn)
-        corpus = self.settings.corpus
+        output = self.settings.output_root  # transcripts and the wiki are Dory's output
         targets = {}
         for text, link in written.items():
             path = table.resolve(doc.path, link.kind, link.target, link.key)
-            path = path or outside_index_target(corpus, doc.path, link.kind, link.target)
+            if path is None and output is not None:
+                path = outside_index_target(output, doc.path, link.kind, link.target)
             targets[text] = WikiTarget(target=link.target, label=link.label, heading=link.heading, path=path)
         return targets
 

@@ -85,7 +85,7 @@ class WriteRunner:
         return response
 
     def apply_proposal(self, req: ProposalDecision, rid: str) -> Proposal:
-        store = ProposalStore(self.settings.corpus)
+        store = ProposalStore.of(self.settings)
         proposal = store.show(req.id)
         memory_rid = f"{rid}:memory"
         if self.owner.receipts().get(memory_rid) is None:

@@ -35,7 +35,7 @@ MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 class SessionFiles:
     def __init__(self, corpus: Path, store: SessionStore) -> None:
-        self.corpus = corpus
+        self.corpus = corpus  # the folder holding logs/sessions/: the corpus, or its output folder
         self.store = store
 
     # -- finding -----------------------------------------------------------------------------

@@ -26,9 +26,9 @@ def capture() -> None:
 
 
 def _switch(ctx: click.Context, enabled: bool, server: str | None) -> Result:
-    from dory.service.capture import capture_status, set_capture
+    from dory.service.capture import capture_status, set_capture_for
 
-    changed = set_capture(_settings(ctx).corpus, enabled, server)
+    changed = set_capture_for(_settings(ctx), enabled, server)
     status = capture_status(_settings(ctx), changed)
     return status.model_dump(mode="json"), lambda: render.capture_status(status)
 

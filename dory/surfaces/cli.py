@@ -20,6 +20,7 @@ from dory.surfaces import (
     capture_cli,
     connect_cli,
     context_cli,
+    corpora_cli,
     http_cli,
     mcp_cli,
     memory_cli,
@@ -33,8 +34,8 @@ from dory.surfaces.progress import terminal_progress
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--corpus", help="corpus folder [env DORY_CORPUS]")
-@click.option("--state-dir", help="derived state folder (default <corpus>/.dory)")
+@click.option("--corpus", help="corpus folder, or the name of one you added (`dory add`) [env DORY_CORPUS]")
+@click.option("--state-dir", help="derived state folder (default <corpus>/.dory, or the platform state folder)")
 @click.option("--server", envvar="DORY_URL", help="use a running `dory serve` at this URL [env DORY_URL]")
 @click.option("--token", envvar="DORY_TOKEN", help="its bearer token [env DORY_TOKEN]")
 @click.version_option(package_name="dory-memory")
@@ -341,6 +342,7 @@ for _command in (
     + mcp_cli.COMMANDS
     + connect_cli.COMMANDS
     + migrate_cli.COMMANDS
+    + corpora_cli.COMMANDS
 ):
     cli.add_command(_command)
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from dory.config import find_corpus
+from dory.config import load_settings
+from dory.corpora import locate
 from dory.errors import UsageError
 from dory.surfaces.clikit import Result, command
 from dory.surfaces.connect import apply, harnesses
@@ -68,9 +69,10 @@ def connect(
     changes = apply.connect(edits, Manifest(manifest_path(places.home, places.env)), dry_run)
     captured = harness in CAPTURED and not (no_capture or dry_run or url)
     if captured:
-        from dory.service.capture import set_capture
+        from dory.service.capture import set_capture_for
 
-        set_capture(find_corpus(ctx.find_root().params.get("corpus"), os.environ), True)
+        root = ctx.find_root().params
+        set_capture_for(load_settings(root.get("corpus"), {"state_dir": root.get("state_dir")}), True)
     payload, human = _result(harness, scope, changes, dry_run, CONNECTED)
     payload["capture"] = captured
     note = "\nsession capture: on ([capture] enabled in dory.toml; the daemon picks up new transcripts)"
@@ -103,7 +105,7 @@ def _launch(ctx: click.Context, url: str | None, token_env: str | None) -> harne
     if token_env:
         raise UsageError("--token-env goes with --http")
     root = ctx.find_root().params
-    command: tuple[str, ...] = (dory, "--corpus", str(find_corpus(root.get("corpus"), os.environ)))
+    command: tuple[str, ...] = (dory, "--corpus", str(locate(root.get("corpus"), os.environ).root))
     if root.get("state_dir"):
         command += ("--state-dir", str(Path(root["state_dir"]).expanduser().resolve()))
     return harnesses.Launch(command)

@@ -83,7 +83,10 @@ def get(res: GetResponse) -> str:
 
 def status(res: StatusResponse) -> str:
     lines = [
-        f"corpus       {res.corpus}",
+        f"corpus       {res.corpus}"
+        + (f"  ({res.name})" if res.name else "")
+        + ("  read-only" if res.read_only else ""),
+        *([f"output       {res.output or 'none'}"] if res.output != res.corpus else []),
         f"files        {res.files_indexed} indexed / {res.files_on_disk} on disk"
         f"  ({res.pending_changes} changed since last reindex)",
         f"chunks       {res.chunks}  vectors {res.vectors} ({res.vectors_stale} stale)  pending {res.vectors_pending}"

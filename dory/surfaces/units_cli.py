@@ -1,6 +1,7 @@
 """`dory ops install-units`: the command line of dory.service.units, and how its report reads.
 
-The corpus is the one every command finds (--corpus, DORY_CORPUS, the current folder); the units run
+The corpus is the one every command finds (dory.corpora); one added by name (`dory add`) gets an
+instance of that name, and its env file names its folder, which finds the same entry. The units run
 the `dory` executable running this command. When systemd cannot be reached the report is printed
 all the same (the files are written) and the command exits with the problem's code.
 """
@@ -40,18 +41,19 @@ def install_units(
     Writes ~/.config/dory/units/NAME.env (DORY_CORPUS=the corpus) and the unit templates (with the
     absolute path of this `dory`), then runs systemctl --user daemon-reload and enable --now. A re-run
     changes only what differs and says so."""
-    from dory.config import find_corpus
+    from dory.corpora import locate
     from dory.service.units import UnitsRequest, default_config_home, install_units, running_dory
 
     root = ctx.find_root().params
     home = Path.home()
     state_dir = root.get("state_dir") or os.environ.get("DORY_STATE_DIR")
+    found = locate(root.get("corpus"), os.environ)
     req = UnitsRequest(
-        corpus=find_corpus(root.get("corpus"), os.environ),
+        corpus=found.root,
         dory=running_dory(sys.argv[0], sys.executable),
         home=home,
         config_home=default_config_home(os.environ, home),
-        name=name,
+        name=name if name is not None or found.known is None else found.known.name,  # an added corpus keeps its name
         unit_dir=Path(unit_dir).expanduser().absolute() if unit_dir else None,
         state_dir=Path(state_dir).expanduser().resolve() if state_dir else None,
         http=http,

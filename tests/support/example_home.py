@@ -10,7 +10,8 @@ home made here has exactly these, and nothing of the developer's own machine:
   the user states a preference, asks to remember a value and takes a decision: what the nightly
   digest and dreaming turn into proposals;
 - `~/.codex/sessions/2026/11/21/rollout-….jsonl`: the Codex transcript of tests/sessions/fixtures;
-- `~/new.md`: the espresso note as the reader rewrote it (the `replace --file new.md` example).
+- `~/new.md`: the espresso note as the reader rewrote it (the `replace --file new.md` example);
+- `~/Obsidian/Main`: the vault of a reader who already has notes (the `dory add` example).
 
 A source for `dory migrate SRC` is made where an example names it (support/migration_sources.py).
 """
@@ -39,6 +40,11 @@ DURABLE_TURNS = [
 ]
 
 EDITED_NOTE = "# Espresso\n\n18 g in, 40 g out, 30 s: a little longer tastes better.\n"
+VAULT = {
+    ".obsidian/app.json": "{}\n",
+    "Recipes/Espresso recipe.md": "---\ntags: [coffee]\n---\n# Espresso recipe\n\n18 g in, 36 g out, 28 s.\n",
+    "Daily/2026-11-20.md": "# 2026-11-20\n\nTried the [[Espresso recipe]] with the new beans.\n",
+}
 
 
 def make_home(home: Path) -> Path:
@@ -51,6 +57,9 @@ def make_home(home: Path) -> Path:
     shutil.copyfile(FIXTURES / CODEX_FIXTURE, codex / CODEX_FIXTURE)
     (claude / f"{DURABLE_SESSION}.jsonl").write_text(claude_code_transcript(DURABLE_SESSION, DURABLE_TURNS))
     (home / "new.md").write_text(EDITED_NOTE, encoding="utf-8")
+    for rel, text in VAULT.items():
+        (home / "Obsidian" / "Main" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / "Obsidian" / "Main" / rel).write_text(text, encoding="utf-8")
     return home
 
 

@@ -447,6 +447,9 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
     assert set(body) == {
         "corpus",
         "state_dir",
+        "name",
+        "read_only",
+        "output",
         "files_on_disk",
         "files_indexed",
         "chunks",
@@ -472,6 +475,7 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
     assert body["imports"] == []  # nothing dropped into inbox/import/
     root = cli.root.resolve()
     assert (body["corpus"], body["state_dir"]) == (str(root), str(root / ".dory"))
+    assert (body["name"], body["read_only"], body["output"]) == (None, False, str(root))  # a corpus Dory owns
     assert (body["files_on_disk"], body["files_indexed"]) == (5, 4)
     assert body["chunks"] >= 4 and body["vectors"] == 0 and body["vectors_pending"] == body["chunks"]
     assert (body["embedder"], body["fingerprint"], body["fingerprint_matches"], body["vector_index"]) == (

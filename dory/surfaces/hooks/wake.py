@@ -80,12 +80,10 @@ def wake_request(options: WakeOptions, event: HookEvent) -> dict[str, Any]:
 def wake_block(target: Target, body: dict[str, Any], timeout_s: float) -> str:
     if target.server:
         return str(_from_server(target.server, target.token, body, timeout_s)["block"])
-    socket = target.daemon_socket()
-    if socket is not None:
-        try:
-            return str(request(socket, "wake", body, timeout_s)["block"])
-        except DaemonNotRunning:
-            pass  # nothing runs for this corpus: build the block here
+    try:
+        return str(request(target.daemon_socket(), "wake", body, timeout_s)["block"])
+    except DaemonNotRunning:
+        pass  # nothing runs for this corpus: build the block here
     return _in_process(target, body)
 
 

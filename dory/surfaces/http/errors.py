@@ -44,7 +44,8 @@ _MEANINGS = {
     400: "malformed request: bad JSON, a field the models refuse (usage_error), or input Dory does not accept "
     "(validation_error, path_not_allowed, path_outside_corpus, …)",
     401: "no token, or an unknown, revoked or expired one (unauthorized)",
-    403: "the token lacks the scope this route needs (forbidden), or a canonical page needs allow_canonical",
+    403: "the token lacks the scope this route needs (forbidden), a canonical page needs allow_canonical, "
+    "or the corpus is read-only (read_only_corpus: a folder added with `dory add` without --writable)",
     404: "no such note, session, proposal, token or route (not_found)",
     409: "the target moved on: hash_conflict (details.current_hash), stale_proposal, already_exists",
     413: "the body is over the server's cap (request_too_large) or the content over [write] max_bytes",

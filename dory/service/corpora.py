@@ -1,4 +1,4 @@
-"""`dory add`, `dory corpora`, `dory config show`: the user's list of corpora, and where settings come from.
+"""`dory add`, `remove`, `corpora`, `config show`: the user's list of corpora, and where settings come from.
 
 `add_corpus` is the one place that writes corpora.toml (dory.corpora reads it). It edits the file
 with tomlkit, so the user's comments and other entries stay as they are, and replaces it
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from dory.config import SECTIONS, Settings, resolve_settings
 from dory.corpora import NAME, UserConfig, corpora_file, data_home, state_dir_of, state_home
 from dory.corpus.atomic import write_atomic
 from dory.corpus.roots import OUTPUT_FOLDERS, config_files
-from dory.errors import ConfigError, UsageError
+from dory.errors import ConfigError, NotFound, UsageError
+from dory.index.lock import WriterLock
 from dory.statefolder import STATE_DIR_NAME
 
 SECRET_KEYS = frozenset({"api_key", "token"})
@@ -148,6 +150,47 @@ def _write_entry(path: Path, name: str, entry: dict[str, Any], make_default: boo
         del corpora[name]
     corpora[name] = table
     write_atomic(path, (prefix + tomlkit.dumps(doc)).encode("utf-8"))
+
+
+def remove_corpus(name: str, delete_state: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Take `name` off corpora.toml. The notes are never touched; nor is the output folder (it holds
+    the user's digests and captured sessions). With `delete_state`, the index Dory made for it in the
+    platform state folder goes too (it is derived: `dory add` and `reindex` make it again); a state
+    folder the user chose is left alone, and one a running daemon holds is refused."""
+    env = os.environ if env is None else env
+    config = UserConfig.load(env)
+    known = config.by_name(name)
+    if known is None:
+        listed = ", ".join(sorted(config.corpora)) or "none"
+        raise NotFound(f"no corpus named {name!r} in {config.path} (known: {listed})", name=name)
+    state = state_dir_of(known, env)
+    ours = state is not None and known.state_dir is None  # the platform folder `dory add` chose
+    deleted = False
+    if delete_state and ours and state is not None and state.is_dir():
+        with WriterLock(state / "writer.lock"):  # IndexLocked while a daemon or a reindex owns it
+            shutil.rmtree(state)
+        deleted = True
+    _drop_entry(config.path, name)
+    kept = [str(p) for p in (known.output, None if deleted else state) if p is not None and p.exists()]
+    return {
+        "name": name,
+        "path": str(known.path),
+        "config_file": str(config.path),
+        "state_deleted": str(state) if deleted else None,
+        "kept": kept,
+        "default": config.default == name,
+    }
+
+
+def _drop_entry(path: Path, name: str) -> None:
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
+        raise ConfigError(f"{path}: {exc}; fix it, then run this again", path=str(path)) from exc
+    del doc["corpora"][name]
+    if doc.get("default") == name:
+        del doc["default"]
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
 
 
 def _shadowed(root: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""`dory add PATH`, `dory corpora`, `dory config show`: the notes you already have, and where settings come from."""
+"""`dory add PATH`, `remove NAME`, `corpora`, `config show`: the notes you already have, and where settings come from."""
 
 from __future__ import annotations
 
@@ -54,6 +54,31 @@ def _added(p: dict[str, Any]) -> str:
 
 
 @click.command()
+@click.argument("name")
+@click.option(
+    "--delete-state", is_flag=True, help="also delete the index Dory made for it in the platform state folder"
+)
+@command
+def remove(name: str, delete_state: bool) -> Result:
+    """Forget a corpus you added: its entry leaves corpora.toml. Your notes and the output folder are never
+    touched; with --delete-state, the index goes too (it is rebuilt by adding the folder again)."""
+    from dory.service.corpora import remove_corpus
+
+    payload = remove_corpus(name, delete_state)
+    return payload, lambda: _removed(payload)
+
+
+def _removed(p: dict[str, Any]) -> str:
+    lines = [f"removed {p['name']} ({p['path']}) from {p['config_file']}; the notes are untouched"]
+    if p["default"]:
+        lines.append("  it was the default: `dory add PATH --default` picks another")
+    if p["state_deleted"]:
+        lines.append(f"  deleted its index: {p['state_deleted']}")
+    lines += [f"  kept: {path} (delete it yourself if you no longer want it)" for path in p["kept"]]
+    return "\n".join(lines)
+
+
+@click.command()
 @command
 def corpora() -> Result:
     """The corpora you added by name (corpora.toml), and which one is the default."""
@@ -104,4 +129,4 @@ def _value(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-COMMANDS: list[click.Command] = [add, corpora, config_group]
+COMMANDS: list[click.Command] = [add, remove, corpora, config_group]

@@ -140,3 +140,40 @@ def test_adding_a_vault_with_folders_named_like_dorys_output_warns(cli: Cli) -> 
     (vault / "wiki").mkdir()
     code, out = cli.run("add", str(vault))
     assert code == 0 and len(out["warnings"]) == 1 and str(vault / "wiki") in out["warnings"][0], out
+
+
+def test_remove_forgets_the_entry_and_leaves_the_notes_and_output(cli: Cli) -> None:
+    vault = build_fixture(cli.tmp / "vault")
+    before = fingerprint(vault)
+    cli.run("add", str(vault), "--default")
+    assert cli.run("--corpus", "vault", "reindex")[0] == 0
+    state = cli.tmp / "home/.local/state/dory/vault"
+    output = cli.tmp / "home/.local/share/dory/vault"
+    assert (state / "index.sqlite").exists() or any(state.iterdir())
+    code, out = cli.run("remove", "vault")
+    assert code == 0 and out["state_deleted"] is None and out["default"] is True, out
+    assert set(out["kept"]) == {str(output), str(state)}
+    assert "vault" not in tomllib.loads(cli.config.read_text()).get("corpora", {})
+    assert "default" not in tomllib.loads(cli.config.read_text())
+    assert state.is_dir() and output.is_dir() and fingerprint(vault) == before
+    code, out = cli.run("remove", "vault")
+    assert code == 3 and out["error"]["code"] == "not_found", out
+
+
+def test_remove_with_delete_state_deletes_only_the_index_and_never_one_in_use(cli: Cli) -> None:
+    from dory.index.lock import WriterLock
+
+    vault = build_fixture(cli.tmp / "vault")
+    before = fingerprint(vault)
+    cli.run("add", str(vault))
+    cli.run("add", str(build_fixture(cli.tmp / "other")))
+    assert cli.run("--corpus", "vault", "reindex")[0] == 0
+    state = cli.tmp / "home/.local/state/dory/vault"
+    with WriterLock(state / "writer.lock"):  # as a running daemon holds it
+        code, out = cli.run("remove", "vault", "--delete-state")
+    assert code == 6 and out["error"]["code"] == "index_locked", out
+    assert "vault" in tomllib.loads(cli.config.read_text())["corpora"] and state.is_dir()
+    code, out = cli.run("remove", "vault", "--delete-state")
+    assert code == 0 and out["state_deleted"] == str(state) and not state.exists(), out
+    assert list(tomllib.loads(cli.config.read_text())["corpora"]) == ["other"]
+    assert fingerprint(vault) == before

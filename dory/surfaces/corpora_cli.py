@@ -1,4 +1,4 @@
-"""`dory add PATH`, `remove NAME`, `corpora`, `config show`: the notes you already have, and where settings come from."""
+"""`dory add PATH`, `remove NAME`, `corpora`, `config show`: the notes you have, and where settings come from."""
 
 from __future__ import annotations
 

@@ -39,6 +39,11 @@ def is_output_path(rel: str) -> bool:
     return any(rel == folder or rel.startswith(folder + "/") for folder in OUTPUT_FOLDERS)
 
 
+def holds_output(rel: str, is_dir: bool) -> bool:
+    """`rel` is in one of Dory's folders, or is a folder above one (`inbox` moved in whole)."""
+    return is_output_path(rel) or (is_dir and any(folder.startswith(rel + "/") for folder in OUTPUT_FOLDERS))
+
+
 def separate(settings: Settings) -> bool:
     """True when Dory's folders are not inside the corpus folder (an output folder of their own, or none)."""
     return settings.output_root != settings.corpus

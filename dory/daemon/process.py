@@ -32,6 +32,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dory.config import Settings
 from dory.corpus.paths import IgnoreRules
+from dory.corpus.roots import holds_output, separate
 from dory.daemon import control
 from dory.daemon.capture import CaptureLoop
 from dory.daemon.changes import ChangeQueue
@@ -77,9 +78,15 @@ class Daemon:
         self.embedder = EmbedWorker(self.service, self.writer)
         self.writer.on_change = self.embedder.wake
         self.changes.on_add = self.writer.wake
-        self.watcher = CorpusWatcher(
-            settings.corpus, IgnoreRules(settings.index.ignore), self.changes, self.writer.request_reconcile
-        )
+        rules = IgnoreRules(settings.index.ignore)
+        self.watcher = CorpusWatcher(settings.corpus, rules, self.changes, self.writer.request_reconcile)
+        # A read-only vault's digests, wiki and proposals live in an output folder of their own: a
+        # user's edit there is indexed as promptly as one in the vault.
+        self.output_watcher: CorpusWatcher | None = None
+        if separate(settings) and settings.output_root is not None:
+            self.output_watcher = CorpusWatcher(
+                settings.output_root, rules, self.changes, self.writer.request_reconcile, keep=holds_output
+            )
         self.started_at: str | None = None
         self.http_url: str | None = None  # set by `dory serve`, published in the daemon state
         self.startup_done = threading.Event()
@@ -114,6 +121,9 @@ class Daemon:
         self._control = control.ControlServer(socket_path(self.settings), self._handlers())
         self._control.start()
         self.watcher.start()
+        if self.output_watcher is not None:
+            self.output_watcher.root.mkdir(parents=True, exist_ok=True)
+            self.output_watcher.start()
         self.writer.submit(self._startup_reconcile)
         self.embedder.start()
         self._start_scheduler()
@@ -164,6 +174,8 @@ class Daemon:
         log.info("stopping")
         self._stop.set()
         self.watcher.stop()
+        if self.output_watcher is not None:
+            self.output_watcher.stop()
         self.capture.stop()
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
@@ -282,6 +294,8 @@ class Daemon:
 
     def _heartbeat(self) -> None:
         self.watcher.check()
+        if self.output_watcher is not None:
+            self.output_watcher.check()
         self._reload_config()
         if self._runner is not None and self.startup_done.is_set():
             self._note_failed_runs(self._runner.run_all_due("heartbeat"))
@@ -380,7 +394,7 @@ class Daemon:
             "startup_reconcile": self.startup_done.is_set(),
             "writer": snap["writer"]["alive"],
             "embedder": snap["embedder"]["alive"] or not self.embedder.stats.enabled,
-            "watcher": bool(snap["watcher"].get("alive")),
+            "watcher": bool(snap["watcher"].get("alive")) and snap.get("output_watcher", {}).get("alive", True),
             "scheduler": snap["scheduler"]["alive"],
             "control": snap["control"]["alive"],
         }
@@ -398,6 +412,7 @@ class Daemon:
         scheduler, server = self._scheduler, self._control
         return {
             "watcher": self.watcher.report(),
+            **({"output_watcher": self.output_watcher.report()} if self.output_watcher is not None else {}),
             "writer": {"alive": self.writer.alive, **self.writer.stats.as_dict()},
             "embedder": {"alive": self.embedder.alive, **self.embedder.stats.as_dict()},
             "scheduler": {"alive": scheduler is not None and scheduler.running, **self.scheduler_health.as_dict()},

@@ -73,10 +73,18 @@ class _OverflowSpy(logging.Handler):
 
 class CorpusWatcher:
     def __init__(
-        self, root: Path, rules: IgnoreRules, queue: ChangeQueue, request_reconcile: Callable[[str], None]
+        self,
+        root: Path,
+        rules: IgnoreRules,
+        queue: ChangeQueue,
+        request_reconcile: Callable[[str], None],
+        keep: Callable[[str, bool], bool] | None = None,
     ) -> None:
+        """`keep(rel, is_dir)` narrows what is queued (the output folder of a read-only vault: only
+        Dory's own folders are read from it)."""
         self.root = root.resolve()
         self.rules = rules
+        self.keep = keep
         self.queue = queue
         self.request_reconcile = request_reconcile
         self.health = WatcherHealth()
@@ -191,6 +199,8 @@ class CorpusWatcher:
         path = os.fsdecode(raw)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
         if rel == "." or rel.startswith("../"):
+            return None
+        if self.keep is not None and not self.keep(rel, is_dir):
             return None
         if is_dir:
             # A folder's "modified" only says its listing changed; the entries report themselves.

@@ -39,6 +39,7 @@ class DaemonStatus(_Model):
     vectors_pending: int = 0
     # Each part: `alive` (its thread runs), its counters, `last_error` and `last_error_at`.
     watcher: dict[str, Any] = Field(default_factory=dict)
+    output_watcher: dict[str, Any] | None = None  # a read-only vault's output folder, watched too
     writer: dict[str, Any] = Field(default_factory=dict)
     embedder: dict[str, Any] = Field(default_factory=dict)
     scheduler: dict[str, Any] = Field(default_factory=dict)

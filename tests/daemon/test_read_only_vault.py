@@ -204,3 +204,26 @@ def test_a_writable_vault_takes_the_writes_asked_for_and_nothing_else(tmp_path: 
     added = {rel for rel in after if rel not in before and not rel.endswith("/")}
     assert added == {"Coffee/Filter.md", written["provenance"]}  # the note, and the record of the write
     assert not (vault / ".dory").exists()
+
+
+def test_an_edit_in_the_output_folder_is_indexed_by_the_running_daemon(
+    tmp_path: Path, dory_cmd: list[str], daemon_factory: Callable[..., DaemonProcess]
+) -> None:
+    vault = build_fixture(tmp_path / "notes")
+    env = user_env(tmp_path)
+    dory = Dory(dory_cmd, env, vault)
+    before = fingerprint(vault)
+    output = Path(dory.ok("add", str(vault))["output"])
+    daemon = daemon_factory(vault, env).start()
+    assert daemon.status().output_watcher is not None and daemon.status().output_watcher["alive"] is True
+    page = output / "digests/daily/2026-01-02.md"  # the user adds a line to a digest
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("# 2026-01-02\n\nThe zookeeper feeds the quokkas at dawn.\n", encoding="utf-8")
+    (output / "stray.md").write_text("# Stray\n\nquokkas outside Dory's folders are not read\n", encoding="utf-8")
+
+    def found() -> list[str]:
+        return [hit["path"] for hit in dory.ok("search", "quokkas")["hits"]]
+
+    wait_until(lambda: "digests/daily/2026-01-02.md" in found(), what="the output folder's edit to be indexed")
+    assert daemon.stop() == 0
+    assert found() == ["digests/daily/2026-01-02.md"] and fingerprint(vault) == before

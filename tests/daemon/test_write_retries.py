@@ -72,6 +72,7 @@ def test_daemon_killed_mid_write_every_append_and_memory_event_lands_once(
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     rng = random.Random(20261125)
+    answers: dict[int, str] = {}
     for n in range(rounds):
         fault = FAULTS[n % len(FAULTS)]
         env = daemon_env(**({"DORY_FAULT": fault} if fault else {}))
@@ -90,6 +91,7 @@ def test_daemon_killed_mid_write_every_append_and_memory_event_lands_once(
         for call in calls:
             out, err = call.communicate(timeout=180)
             assert call.returncode == 0, f"round {n} ({fault}): {err[-2000:]}\n{out}"
+        answers[n] = out  # the memory write's answer, for the report of a fact that went missing
         if daemon.proc is not None and daemon.proc.poll() is None:
             daemon.kill9()
 
@@ -102,11 +104,28 @@ def test_daemon_killed_mid_write_every_append_and_memory_event_lands_once(
     store = IndexStore(settings.db_path, settings.index.tokenizer, readonly=True)
     try:
         statements = Counter(claim["statement"] for claim in claims.dump(store.conn))
+        counts = {n: statements[f"Ada fact {n}z"] for n in range(rounds)}
+        report = [what_became_of(root, store, n, answers[n]) for n, count in counts.items() if count != 1]
     finally:
         store.close()
-    assert {fact: statements[fact] for fact in (f"Ada fact {n}z" for n in range(rounds))} == {
-        f"Ada fact {n}z": 1 for n in range(rounds)
-    }
+    assert counts == dict.fromkeys(range(rounds), 1), "\n".join(report)
     evidence = [p.read_text(encoding="utf-8") for p in (root / "sources/semantic").rglob("*.md")]
     for n in range(rounds):
         assert sum(f"Ada fact {n}z" in body for body in evidence) == 1, f"evidence of fact {n}"
+
+
+def what_became_of(root: Path, store: IndexStore, n: int, answer: str) -> str:
+    """Everything known about round n's fact: the CLI's answer, its evidence on disk, the index's rows
+    and skips for it, and the end of the daemons' log (a failure on a loaded CI machine is then
+    explained by its own report)."""
+    fact = f"Ada fact {n}z"
+    files = sorted(str(p.relative_to(root)) for p in (root / "sources").rglob("*.md") if fact in p.read_text())
+    events = store.conn.execute("SELECT file_id, claim_id, event FROM claim_events WHERE statement = ?", (fact,))
+    skips = store.conn.execute("SELECT * FROM skipped").fetchall()
+    known = {row[0] for row in store.conn.execute("SELECT path FROM files")}
+    indexed = [path for path in files if path in known]
+    log = (root.parent / f"{root.name}-daemon.log").read_text(encoding="utf-8", errors="replace")[-4000:]
+    return (
+        f"{fact}: answer {answer[-1500:]}\nevidence {files}, indexed {indexed}, events {events.fetchall()}, "
+        f"skips {[tuple(row) for row in skips]}\ndaemon log: {log}"
+    )

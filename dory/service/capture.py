@@ -19,8 +19,9 @@ from tomlkit.exceptions import TOMLKitError
 
 from dory.config import CONFIG_FILE, Settings
 from dory.corpus.atomic import write_atomic
-from dory.corpus.roots import settings_file
-from dory.errors import ConfigError
+from dory.corpus.paths import SESSIONS_ROOT
+from dory.corpus.roots import read_root, settings_file
+from dory.errors import ConfigError, NotFound
 from dory.jobs.ledger import JobLedger
 from dory.jobs.runner import job_run
 from dory.models import CaptureRoot, CaptureStatus, JobRun
@@ -97,8 +98,13 @@ def capture_status(settings: Settings, changed: bool = False) -> CaptureStatus:
     if shipping is not None and shipping.failures:
         status.shipping_error = shipping.last_error
         status.next_try = dt.datetime.fromtimestamp(shipping.next_try, dt.UTC).isoformat(timespec="seconds")
+    try:
+        status.sessions_folder = str(read_root(settings, SESSIONS_ROOT) / SESSIONS_ROOT)
+    except NotFound:
+        if not cfg.server:
+            status.warnings.append("this corpus has no output folder (--no-output): captured sessions cannot be saved")
     if os.environ.get(ENABLED_ENV):
-        status.warnings.append(f"{ENABLED_ENV}={os.environ[ENABLED_ENV]} overrides dory.toml")
+        status.warnings.append(f"{ENABLED_ENV}={os.environ[ENABLED_ENV]} overrides {status.config_file}")
     if cfg.enabled and not status.daemon_running:
         status.warnings.append("capture runs in the daemon: start it with `dory ops watch` (or its systemd unit)")
     return status

@@ -38,7 +38,8 @@ def _switch(ctx: click.Context, enabled: bool, server: str | None) -> Result:
 @click.pass_context
 @command
 def capture_on(ctx: click.Context, server: str | None) -> Result:
-    """Switch capture on in dory.toml (a running daemon picks it up at its next heartbeat)."""
+    """Switch capture on in dory.toml (corpora.toml for a folder added with `dory add`); a running daemon
+    picks it up at its next heartbeat."""
     return _switch(ctx, True, server)
 
 
@@ -46,7 +47,7 @@ def capture_on(ctx: click.Context, server: str | None) -> Result:
 @click.pass_context
 @command
 def capture_off(ctx: click.Context) -> Result:
-    """Switch capture off in dory.toml (what was captured stays)."""
+    """Switch capture off (in the same file as `on`); what was captured stays."""
     return _switch(ctx, False, None)
 
 

@@ -171,8 +171,10 @@ def capture_status(st: CaptureStatus) -> str:
     for root in st.roots:
         where = f"{root.followed} transcripts followed" if root.exists else "not there (yet)"
         lines.append(f"  {root.harness:12} {root.path}: {where}")
-    target = f"shipped to {st.server}" if st.server else "saved into this corpus"
-    lines.append(f"sessions are {target}")
+    if st.server:
+        lines.append(f"sessions are shipped to {st.server}")
+    elif st.sessions_folder:
+        lines.append(f"sessions are saved under {st.sessions_folder}")
     if st.server:
         lines.append(f"  spool: {st.spool_pending} waiting, {st.spool_refused} refused by the server")
     if st.shipping_error:

@@ -131,6 +131,9 @@ def test_capture_on_for_an_added_vault_is_recorded_in_corpora_toml(cli: Cli) -> 
     cli.run("add", str(vault))
     code, out = cli.run("--corpus", "vault", "capture", "on")
     assert code == 0 and out["enabled"] is True and out["config_file"] == str(cli.config), out
+    assert out["sessions_folder"] == str(cli.tmp / "home/.local/share/dory/vault/logs/sessions"), out
+    code, text = cli.run("--corpus", "vault", "capture", "status", json_out=False)
+    assert f"sessions are saved under {out['sessions_folder']}" in text, text
     assert tomllib.loads(cli.config.read_text())["corpora"]["vault"]["capture"] == {"enabled": True}
     assert fingerprint(vault) == before
 
@@ -177,3 +180,10 @@ def test_remove_with_delete_state_deletes_only_the_index_and_never_one_in_use(cl
     assert code == 0 and out["state_deleted"] == str(state) and not state.exists(), out
     assert list(tomllib.loads(cli.config.read_text())["corpora"]) == ["other"]
     assert fingerprint(vault) == before
+
+
+def test_capture_status_of_a_vault_without_output_says_sessions_cannot_be_saved(cli: Cli) -> None:
+    cli.run("add", str(build_fixture(cli.tmp / "vault")), "--no-output")
+    code, out = cli.run("--corpus", "vault", "capture", "status")
+    assert code == 0 and out["sessions_folder"] is None, out
+    assert any("captured sessions cannot be saved" in w for w in out["warnings"]), out

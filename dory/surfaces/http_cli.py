@@ -38,9 +38,14 @@ def serve(
     """Serve HTTP (/v1, /healthz, /readyz, /metrics, /v1/stream, the /wiki for people) and run the daemon
     in the same process, until SIGTERM / Ctrl-C. Refuses a non-loopback address unless tokens exist
     (`dory auth new`)."""
+    import faulthandler
+
     from dory.daemon.process import setup_logging
     from dory.surfaces.http.server import serve as run_server
 
+    # A native crash of the long-running server (once seen as SIGSEGV at shutdown on a loaded CI
+    # machine) leaves its Python stacks on stderr, for the service log, instead of nothing.
+    faulthandler.enable()
     try:
         settings = _settings(ctx, **{"daemon.log_level": log_level, "daemon.log_file": log_file})
         setup_logging(settings.daemon.log_level, settings.daemon.log_file)

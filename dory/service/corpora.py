@@ -1,6 +1,6 @@
 """`dory add`, `remove`, `corpora`, `config show`: the user's list of corpora, and where settings come from.
 
-`add_corpus` is the one place that writes corpora.toml (dory.corpora reads it). It edits the file
+`add_corpus` and `remove_corpus` write corpora.toml (dory.corpora reads it). They edit the file
 with tomlkit, so the user's comments and other entries stay as they are, and replaces it
 atomically. A folder added here is read-only by default: Dory keeps its state in the platform
 state folder and its generated output in a folder of its own, and never writes into it (a folder
@@ -123,12 +123,16 @@ def _check_clashes(config: UserConfig, root: Path, name: str, replace: bool) -> 
         )
 
 
-def _write_entry(path: Path, name: str, entry: dict[str, Any], make_default: bool) -> None:
+def _parsed(path: Path) -> tomlkit.TOMLDocument:
+    """corpora.toml as tomlkit keeps it (comments and order), empty when there is none yet."""
     try:
-        before = path.read_text(encoding="utf-8") if path.is_file() else ""
-        doc = tomlkit.parse(before)
+        return tomlkit.parse(path.read_text(encoding="utf-8") if path.is_file() else "")
     except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
         raise ConfigError(f"{path}: {exc}; fix it, then run this again", path=str(path)) from exc
+
+
+def _write_entry(path: Path, name: str, entry: dict[str, Any], make_default: bool) -> None:
+    doc = _parsed(path)
     prefix = ""
     if make_default:
         if "default" in doc:
@@ -183,10 +187,7 @@ def remove_corpus(name: str, delete_state: bool = False, env: Mapping[str, str] 
 
 
 def _drop_entry(path: Path, name: str) -> None:
-    try:
-        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
-        raise ConfigError(f"{path}: {exc}; fix it, then run this again", path=str(path)) from exc
+    doc = _parsed(path)
     del doc["corpora"][name]
     if doc.get("default") == name:
         del doc["default"]

@@ -214,10 +214,16 @@ class Daemon:
         signal.signal(signal.SIGINT, request_stop)
         return self.run(lambda: f"received {signal.Signals(received[0]).name}" if received else None)
 
-    def run(self, stop_requested: Callable[[], str | None], after_start: Callable[[], None] | None = None) -> int:
+    def run(
+        self,
+        stop_requested: Callable[[], str | None],
+        after_start: Callable[[], None] | None = None,
+        before_stop: Callable[[], None] | None = None,
+    ) -> int:
         """Start (then `after_start`: `dory serve` starts serving HTTP), then watch over the parts until
-        a stop is requested or the daemon cannot go on; then stop. A failure is raised after the stop
-        and stays in the daemon's record for `dory status`."""
+        a stop is requested or the daemon cannot go on; then stop. `before_stop` runs first (`dory
+        serve` stops serving there, so no request is still using the service when it closes). A
+        failure is raised after the stop and stays in the daemon's record for `dory status`."""
         self.start()
         if after_start is not None:
             after_start()
@@ -234,7 +240,11 @@ class Daemon:
                     break
                 time.sleep(SUPERVISE_EVERY_S)
         finally:
-            self.stop(failure)
+            try:
+                if before_stop is not None:
+                    before_stop()
+            finally:
+                self.stop(failure)
         if failure is not None:
             raise failure
         return 0

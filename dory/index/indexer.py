@@ -30,8 +30,10 @@ log = logging.getLogger("dory.index")
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); shared by both passes
 # Skips that judge a file's bytes: while its size and mtime stay the same it is not read again. A
-# permission, a file type or a link count changes without touching either, so those are retried.
-BYTES_VERDICTS = frozenset({"too_large", "empty", "not_utf8", "nul_bytes", "index_failed"})
+# permission, a file type or a link count changes without touching either, so those are retried. So
+# is `index_failed`: the failure may have been transient, and a note that never changes (a claim
+# artifact) would otherwise stay out of the index until a full reindex.
+BYTES_VERDICTS = frozenset({"too_large", "empty", "not_utf8", "nul_bytes"})
 
 
 @dataclass

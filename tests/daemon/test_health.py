@@ -242,6 +242,30 @@ def test_a_dead_worker_thread_ends_the_daemon_with_an_error_its_record_keeps(
         reader.close()
 
 
+def test_before_stop_runs_while_the_service_is_still_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dory serve` stops serving in `before_stop`: a request still running when the daemon closed the
+    service under it could crash the process (a SIGSEGV at SIGTERM was seen once). The hook must run
+    first, with the service still usable, and the daemon must stop even when the hook fails."""
+    daemon = Daemon(make_settings(tmp_path))
+    order: list[str] = []
+    real_close = daemon.service.close
+
+    def close() -> None:
+        order.append("service closed")
+        real_close()
+
+    def before_stop() -> None:
+        hits = daemon.service.search(SearchRequest(query="alpha", mode="bm25")).hits
+        order.append(f"before_stop saw {len(hits)} hit")
+        raise RuntimeError("the hook failed")
+
+    monkeypatch.setattr(daemon.service, "close", close)
+    with pytest.raises(RuntimeError, match="the hook failed"):
+        daemon.run(lambda: "stop" if daemon.startup_done.wait(DEADLINE_S) else None, before_stop=before_stop)
+    assert order == ["before_stop saw 1 hit", "service closed"]
+    assert not daemon_status(daemon.settings).running
+
+
 def test_callers_waiting_on_a_writer_that_dies_get_an_error_instead_of_hanging(
     daemon: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -144,6 +144,31 @@ def test_a_note_that_breaks_the_indexer_is_skipped_alone_and_the_batch_goes_on(l
     assert [(s.path, s.reason) for s in svc.status().skipped] == [("bad.md", "index_failed")]
 
 
+def test_a_note_whose_indexing_failed_once_is_retried_by_the_next_reindex(lexical_service, monkeypatch) -> None:
+    """A transient failure must not hide a note that never changes (a claim artifact) until a full
+    reindex: unlike a verdict on the bytes, `index_failed` is tried again on the next pass."""
+    import dory.index.indexer as indexer
+
+    real = indexer.chunk_lines
+    failures = iter([RuntimeError("database was busy for a moment")])
+
+    def flaky(lines, *args, **kwargs):
+        if any("flaky" in line for line in lines):
+            failure = next(failures, None)
+            if failure is not None:
+                raise failure
+        return real(lines, *args, **kwargs)
+
+    monkeypatch.setattr(indexer, "chunk_lines", flaky)
+    svc = lexical_service({"steady.md": "# Steady\n\nquinces\n", "claim.md": "# Claim\n\nflaky quinces\n"})
+    first = svc.reindex(ReindexRequest())
+    assert [(s.path, s.reason) for s in first.skipped] == [("claim.md", "index_failed")]
+    assert paths(svc, "flaky") == []
+    second = svc.reindex(ReindexRequest())
+    assert (second.new, second.skipped) == (1, [])
+    assert paths(svc, "flaky") == ["claim.md"] and svc.status().skipped == []
+
+
 def test_hard_linked_note_stays_out_of_the_index_until_its_outside_name_is_gone(lexical_service, tmp_path) -> None:
     """Issue 15, item 6: a hard link inside the corpus to a private file outside it was indexed."""
     svc = lexical_service({"plain.md": "# Plain\n\nquinces\n"})

@@ -128,14 +128,20 @@ def _serve(settings: Settings, sock: socket.socket, lock_wait_s: float) -> int:
         http.start()
         log.info("serving %s (API: %s/docs)", url, url)
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    try:
-        daemon.run(stop_requested, after_start=serve_http)
-    finally:
+    def stop_http() -> None:
+        # Before the daemon closes the service: a request still running while its SQLite
+        # connections are closed under it can crash the process (the likely cause of a SIGSEGV
+        # seen once at SIGTERM on CI). In-flight requests get GRACEFUL_S to finish, writes included.
         server.should_exit = True
         if http.is_alive():
             http.join(GRACEFUL_S + 5)
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        daemon.run(stop_requested, after_start=serve_http, before_stop=stop_http)
+    finally:
+        stop_http()  # also when the daemon failed to start
     if not received:
         raise DoryError("the HTTP server stopped on its own; see the log above", url=url)
     return 0

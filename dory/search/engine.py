@@ -3,11 +3,13 @@
 Modes: `bm25` (FTS5 only), `vector` (embeddings only), `hybrid` (both, fused), `exact` (literal
 substring). Every non-exact mode scores a candidate as Σ weight / (rrf_k + rank) over the lists it
 appears in, times the policy factor; scores are therefore comparable within one answer, never
-across modes.
+across modes. The policy's reordering is bounded (bounded.py): a result never falls below one that
+every retriever ranks clearly lower, so an answer's scores are not always in descending order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
@@ -18,6 +20,7 @@ from dory.errors import BackendUnavailable
 from dory.index.store import IndexStore
 from dory.models import SearchHit, SearchRequest, SearchResponse, StageScores
 from dory.search import hits as H
+from dory.search.bounded import bounded_order
 from dory.search.exact import exact_candidates
 from dory.search.lexical import lexical_candidates
 from dory.search.policy import RankingPolicy
@@ -119,9 +122,11 @@ class SearchEngine:
                 continue
             cand.score = score if req.mode == "exact" else score * cand.factor
             candidates.append(cand)
+        ordered: Iterable[H.Candidate] = candidates
         if req.mode != "exact":
             candidates.sort(key=lambda c: (-c.score, c.path, c.ordinal))
-        candidates = _keep(candidates, req.k, per_file=req.per_file, collapse=req.mode != "exact")
+            ordered = bounded_order(candidates, lists)
+        candidates = _keep(ordered, req.k, per_file=req.per_file, collapse=req.mode != "exact")
         return [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
 
     def _hit(
@@ -165,7 +170,7 @@ def stage_ranks(chunk_id: int, lists: dict[str, list[tuple[int, float]]]) -> dic
     return stages
 
 
-def _keep(candidates: list[H.Candidate], k: int, per_file: bool, collapse: bool) -> list[H.Candidate]:
+def _keep(candidates: Iterable[H.Candidate], k: int, per_file: bool, collapse: bool) -> list[H.Candidate]:
     """The first k candidates that survive per-file dedupe and near-duplicate collapse.
 
     Near-duplicate chunks from different files collapse into the copy the policy prefers (a

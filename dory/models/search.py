@@ -43,6 +43,12 @@ class SearchRequest(_Model):
     k: int = Field(10, ge=1, le=200)
     scope: Scope = Field(default_factory=Scope)
     per_file: bool = Field(True, description="at most one result per file (its best chunk)")
+    min_score: float | None = Field(None, ge=0, description="leave out hits scoring below this")
+    include_weak: bool = Field(
+        False,
+        description="also return weak hits: no keyword match and a cosine below search.vector_floor "
+        "(marked weak; never logged as recalled)",
+    )
     debug: bool = False
 
     @field_validator("mode")
@@ -105,6 +111,7 @@ class SearchHit(_Model):
     confidence: Confidence
     score: float
     stale_warning: str | None = None
+    weak: bool | None = Field(None, description="true when no retriever found real evidence (include_weak)")
     explain: StageScores | None = None
     turn: SessionTurn | None = None
 

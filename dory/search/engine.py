@@ -22,6 +22,7 @@ from dory.models import SearchHit, SearchRequest, SearchResponse, StageScores
 from dory.search import hits as H
 from dory.search.bounded import bounded_order
 from dory.search.exact import exact_candidates
+from dory.search.floor import nothing_found_warning, with_evidence
 from dory.search.lexical import lexical_candidates
 from dory.search.policy import RankingPolicy
 from dory.search.query import ParsedQuery, parse_query
@@ -49,7 +50,9 @@ class SearchEngine:
         warnings: list[str] = []
         lists = self._retrieve(req, parsed, limit, warnings)
         ranked = self._exact_order(lists["exact"]) if req.mode == "exact" else self._fuse(lists)
-        hits = self._select(req, parsed, ranked, lists)
+        hits, weak_dropped = self._select(req, parsed, ranked, lists)
+        if not hits and weak_dropped:
+            warnings.append(nothing_found_warning(weak_dropped, self.settings.search.vector_floor))
         pending = self._pending() if req.mode in ("vector", "hybrid") else 0
         if pending and req.mode in ("vector", "hybrid") and not warnings:
             warnings.append(f"{pending} chunks are not embedded yet; their text is found by keywords only")
@@ -110,9 +113,11 @@ class SearchEngine:
         parsed: ParsedQuery,
         ranked: list[tuple[int, float]],
         lists: dict[str, list[tuple[int, float]]],
-    ) -> list[SearchHit]:
+    ) -> tuple[list[SearchHit], int]:
+        """The hits to show, and how many weak candidates were left out (see floor.py)."""
         found = H.load_candidates(self.store, [chunk_id for chunk_id, _ in ranked])
-        candidates = []
+        evidence = None if req.mode == "exact" else with_evidence(lists, self.settings.search.vector_floor)
+        candidates, weak_dropped = [], 0
         for chunk_id, score in ranked:
             cand = found.get(chunk_id)
             if cand is None:
@@ -120,14 +125,21 @@ class SearchEngine:
             cand.factor, cand.rules = self.policy.factor(cand.path, cand.fields)
             if cand.factor == 0:
                 continue
+            cand.weak = evidence is not None and chunk_id not in evidence
+            if cand.weak and not req.include_weak:
+                weak_dropped += 1
+                continue
             cand.score = score if req.mode == "exact" else score * cand.factor
+            if req.min_score is not None and round(cand.score, 6) < req.min_score:  # as the hit shows it
+                continue
             candidates.append(cand)
         ordered: Iterable[H.Candidate] = candidates
         if req.mode != "exact":
             candidates.sort(key=lambda c: (-c.score, c.path, c.ordinal))
             ordered = bounded_order(candidates, lists)
         candidates = _keep(ordered, req.k, per_file=req.per_file, collapse=req.mode != "exact")
-        return [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
+        hits = [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
+        return hits, weak_dropped
 
     def _hit(
         self,
@@ -152,8 +164,9 @@ class SearchEngine:
             snippet=H.snippet(c, parsed),
             evidence_class=H.evidence_class(c),
             score=round(c.score, 6),
-            confidence=H.confidence(c, parsed, position, stages.get("vector_score")),
+            confidence="low" if c.weak else H.confidence(c, parsed, position, stages.get("vector_score")),
             stale_warning=H.stale_warning(read_root(self.settings, c.path), c),
+            weak=True if c.weak else None,
             explain=explain,
         )
 

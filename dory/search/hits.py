@@ -32,6 +32,7 @@ class Candidate:
     frontmatter_error: str | None
     score: float = 0.0
     factor: float = 1.0
+    weak: bool = False  # no lexical match and a cosine below the floor (floor.py)
     rules: list[str] = field(default_factory=list)
     stages: dict[str, float | int] = field(default_factory=dict)
 

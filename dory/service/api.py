@@ -163,8 +163,8 @@ class DoryService:
             response.hits = merge(response.hits, turns, req.k)
         # SearchRequest.mode is a str field whose validator leaves only a SearchMode in it.
         response.mode, response.corpus = cast(SearchMode, req.mode), req.corpus
-        if req.record:
-            record_quietly(self.resources.recall_log(), req.query, response.hits)
+        if req.record:  # weak hits are noise: dreaming must never count them as recalled
+            record_quietly(self.resources.recall_log(), req.query, [h for h in response.hits if not h.weak])
         return response
 
     def _query_vector(self) -> QueryVector | None:

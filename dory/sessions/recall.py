@@ -16,6 +16,7 @@ from dory.config import SearchSettings
 from dory.errors import BackendUnavailable
 from dory.models import Scope, SearchHit, SearchRequest, SessionTurn, StageScores
 from dory.search.engine import stage_ranks
+from dory.search.floor import nothing_found_warning, with_evidence
 from dory.search.hits import text_snippet
 from dory.search.query import ParsedQuery, parse_query
 from dory.sessions.store import SessionHit, SessionScope, SessionStore
@@ -69,10 +70,17 @@ def recall(
     for name, ranked in lists.items():
         for rank, (row, _) in enumerate(ranked, start=1):
             fused[row] = fused.get(row, 0.0) + weights[name] / (settings.session_rrf_k + rank)
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+    evidence = with_evidence(lists, settings.vector_floor)
+    weak = {row for row in fused if row not in evidence}
+    kept = {row: score for row, score in fused.items() if req.include_weak or row not in weak}
+    if weak and not kept:
+        warnings.append(nothing_found_warning(len(weak), settings.vector_floor))
+    if req.min_score is not None:
+        kept = {row: score for row, score in kept.items() if round(score, 6) >= req.min_score}  # as shown
+    ranked = sorted(kept.items(), key=lambda item: (-item[1], item[0]))[:wanted]
     parsed = parse_query(req.query)
     return [
-        _hit(hit, parsed, position, _stages(hit.row, lists, hit.score) if req.debug else None)
+        _hit(hit, parsed, position, _stages(hit.row, lists, hit.score) if req.debug else None, hit.row in weak)
         for position, hit in enumerate(store.hits(ranked), start=1)
     ]
 
@@ -81,7 +89,7 @@ def _stages(row: int, lists: dict[str, list[tuple[int, float]]], fused: float) -
     return StageScores(**stage_ranks(row, lists), fused=fused, final=fused)
 
 
-def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScores | None) -> SearchHit:
+def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScores | None, weak: bool) -> SearchHit:
     heading = f"{hit.role} · {hit.time}" if hit.time else hit.role
     return SearchHit(
         path=hit.path,
@@ -92,8 +100,9 @@ def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScor
         heading_path=[heading],
         snippet=text_snippet(hit.text, parsed),
         evidence_class="session",
-        confidence="medium" if position == 1 else "low",
+        confidence="medium" if position == 1 and not weak else "low",
         score=round(hit.score, 6),
+        weak=True if weak else None,
         explain=explain,
         turn=SessionTurn(
             session_id=hit.session_id, message_id=hit.message_id, agent=hit.agent, role=hit.role, time=hit.time

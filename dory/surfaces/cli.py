@@ -128,6 +128,12 @@ def _renamed_in(value: str | None) -> None:
 @click.option("--device", help="sessions: only this device's")
 @click.option("--session", "session_id", help="sessions: only this session")
 @click.option("--all-chunks", is_flag=True, help="allow several results from one file")
+@click.option("--min-score", type=click.FloatRange(min=0), help="leave out hits scoring below this")
+@click.option(
+    "--include-weak",
+    is_flag=True,
+    help="also show weak hits (no keyword match, cosine below search.vector_floor); never logged as recalled",
+)
 @click.option("--debug", is_flag=True, help="show per-stage scores")
 @click.option("--no-record", is_flag=True, help="do not log the hits as recall events (dreaming reads them)")
 @click.pass_context
@@ -149,10 +155,14 @@ def search(
     device: str | None,
     session_id: str | None,
     all_chunks: bool,
+    min_score: float | None,
+    include_weak: bool,
     debug: bool,
     no_record: bool,
 ) -> Result:
-    """Search the corpus: durable memory by default, session transcripts with --in or -m recall."""
+    """Search the corpus: durable memory by default, session transcripts with --in or -m recall. Only
+    hits with real evidence (a keyword match, or a close enough meaning) are shown: an empty answer
+    means nothing relevant was found."""
     scope = Scope(
         path=path_glob,
         type=list(types),
@@ -171,6 +181,8 @@ def search(
         k=k,
         scope=scope,
         per_file=not all_chunks,
+        min_score=min_score,
+        include_weak=include_weak,
         debug=debug,
         record=not no_record,
     )

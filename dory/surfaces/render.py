@@ -43,7 +43,8 @@ def search(res: SearchResponse) -> str:
         out.append(f"no results for {res.query!r} ({res.mode})")
     for n, hit in enumerate(res.hits, start=1):
         out.append(
-            f"{n:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}  [{hit.evidence_class}, {hit.confidence}]"
+            f"{n:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}  [{hit.evidence_class}, {hit.confidence}"
+            + (", weak]" if hit.weak else "]")
         )
         if hit.turn:
             out.append(

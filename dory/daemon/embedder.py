@@ -11,12 +11,14 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from dory.daemon.health import PartHealth, guarded
 from dory.daemon.writer import IndexWriter
 from dory.errors import DaemonNotRunning
 from dory.index import vector_pass
+from dory.index.eta import RateWindow
 from dory.index.store import IndexStore, now_iso
 from dory.service import DoryService
 from dory.sessions import vectors as session_vectors
@@ -34,6 +36,9 @@ class EmbedStats(PartHealth):
     stored: int = 0
     turns_embedded: int = 0  # session turns
     last_batch_at: str | None = None
+    # Chunks per second over the recent batches (None until enough were measured): `dory status`
+    # divides the chunks still pending by it for its ETA.
+    rate_per_s: float | None = None
 
 
 class EmbedWorker:
@@ -41,6 +46,7 @@ class EmbedWorker:
         self.service = service
         self.writer = writer
         self.stats = EmbedStats()
+        self._rate = RateWindow()  # only this thread touches it; the stats publish its result
         self.busy = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -113,6 +119,7 @@ class EmbedWorker:
         limit = self.service.settings.daemon.embed_batch
         while not self._stop.is_set():
             self.busy = True
+            started = time.monotonic()  # the batch's own time: idle gaps between batches are not slowness
             try:
                 batch = vector_pass.embed_batch(reader, embedder, fingerprint, limit)
                 if batch is None:
@@ -131,5 +138,8 @@ class EmbedWorker:
             self.stats.reused += len(batch.rows) - len(batch.fresh)
             self.stats.stored += stored
             self.stats.last_batch_at = now_iso()
+            self._rate.add(len(batch.rows), time.monotonic() - started)
+            rate = self._rate.rate()
+            self.stats.rate_per_s = None if rate is None else round(rate, 2)
             if stored == 0:
                 return  # everything read had changed meanwhile; the writer wakes us again

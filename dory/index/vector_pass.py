@@ -148,6 +148,8 @@ def embed_pending(
     """Give every pending chunk a vector. Returns (chunks embedded by the model, reused from cache)."""
     total = pending_count(store)
     embedded = reused = batches = 0
+    if total:
+        progress("vectors", 0, total)  # the bar appears at once, and the first batch is timed too
     while (batch := embed_batch(store, embedder, fingerprint, EMBED_BATCH)) is not None:
         store_batch(store, vectors, fingerprint, batch)
         embedded += len(batch.fresh)

@@ -35,7 +35,14 @@ from dory.models.context import (
     WakeSection,
 )
 from dory.models.eval import EvalModeResult, EvalQueryResult, EvalRequest, EvalResponse
-from dory.models.index import IndexPathsRequest, ReindexRequest, ReindexResponse, SkippedFile, StatusResponse
+from dory.models.index import (
+    EmbeddingProgress,
+    IndexPathsRequest,
+    ReindexRequest,
+    ReindexResponse,
+    SkippedFile,
+    StatusResponse,
+)
 from dory.models.jobs import DaemonStatus, JobInfo, JobRun, JobRunRequest, JobsResponse, Readiness
 from dory.models.links import (
     BrokenLink,
@@ -126,6 +133,7 @@ __all__ = [
     "ContextPackRequest",
     "ContextPackResponse",
     "DaemonStatus",
+    "EmbeddingProgress",
     "EntityRef",
     "EvalModeResult",
     "EvalQueryResult",

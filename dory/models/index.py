@@ -15,6 +15,18 @@ class SkippedFile(_Model):
     detail: str
 
 
+class EmbeddingProgress(_Model):
+    """The daemon's embedder working through a backlog of chunks."""
+
+    chunks_pending: int = Field(description="chunks waiting for their vector")
+    rate_per_s: float | None = Field(
+        None, description="chunks the embedder embedded per second over its recent batches; none until measured"
+    )
+    eta_s: float | None = Field(
+        None, description="seconds until the pending chunks have vectors at that rate; none while estimating"
+    )
+
+
 class StatusResponse(_Model):
     corpus: str
     state_dir: str
@@ -44,6 +56,9 @@ class StatusResponse(_Model):
     last_reindex: str | None
     index_bytes: int
     daemon: DaemonStatus = Field(default_factory=lambda: DaemonStatus(running=False))
+    embedding: EmbeddingProgress | None = Field(
+        None, description="the daemon's embedder and its backlog; none when nothing is pending or no daemon embeds"
+    )
     jobs: list[JobRun] = Field(default_factory=list)  # each job's last run
     imports: list[InboxImport] = Field(
         default_factory=list, description="the last entries of inbox/import/ migrated by the daemon, newest first"

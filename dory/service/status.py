@@ -12,12 +12,13 @@ from dory.errors import DoryError
 from dory.index import db
 from dory.index.embedders.base import fingerprint_key
 from dory.index.embedders.model_files import model_status
+from dory.index.eta import eta_s
 from dory.index.store import IndexStore
 from dory.jobs.ledger import JobLedger
 from dory.jobs.migrate_inbox import recent_imports
 from dory.jobs.registry import JOBS
 from dory.jobs.runner import job_run
-from dory.models import DaemonStatus, JobRun, SkippedFile, StatusResponse
+from dory.models import DaemonStatus, EmbeddingProgress, JobRun, SkippedFile, StatusResponse
 from dory.service.daemon_state import daemon_status
 from dory.service.owner import IndexOwner
 from dory.service.resources import Resources
@@ -114,6 +115,7 @@ class StatusReport:
             last_reindex=store.meta("last_reindex"),
             index_bytes=_file_bytes(self.settings.db_path, Path(f"{self.settings.db_path}-wal"), faiss_path),
             daemon=daemon,
+            embedding=_embedding(daemon, counts["vectors_pending"]),
             jobs=jobs,
             imports=recent_imports(self.settings),
             sessions=self._session_counts(fingerprint, warnings),
@@ -165,6 +167,18 @@ class StatusReport:
         finally:
             ledger.close()
         return daemon, runs
+
+
+def _embedding(daemon: DaemonStatus, pending: int) -> EmbeddingProgress | None:
+    """While a running daemon's embedder has chunks to embed: how many, its recent rate, the time left."""
+    part = daemon.embedder
+    if not (daemon.running and part.get("enabled") and part.get("alive")) or pending <= 0:
+        return None
+    rate = part.get("rate_per_s")
+    if not isinstance(rate, int | float) or isinstance(rate, bool):  # none yet, or a record from elsewhere
+        rate = None
+    left = eta_s(pending, rate)
+    return EmbeddingProgress(chunks_pending=pending, rate_per_s=rate, eta_s=None if left is None else round(left, 1))
 
 
 def _pending_changes(scan: ScanResult, store: IndexStore) -> int:

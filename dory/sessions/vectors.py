@@ -34,6 +34,8 @@ def embed_pending(
     """Give every turn a vector; returns how many texts were embedded."""
     total = store.pending_count(fingerprint)
     done = 0
+    if total and progress is not None:
+        progress("session vectors", 0, total)  # as for chunks: the first batch is timed too
     while (batch := embed_batch(store, embedder, fingerprint)) is not None:
         store.store_vectors(fingerprint, batch)
         done += len(batch)

@@ -3,16 +3,20 @@
 Long commands (reindex and its embedding, migrate, eval, sessions import-local, `ops run reconcile`
 when no daemon runs it) pass the callable
 it yields to the service, which calls it with (phase, done, total); a phase is one bar, labelled
-from LABELS, with its count and time remaining."""
+from LABELS, with its count, its recent rate and the time remaining (dory/index/eta.py: a rate over
+the recent batches, "estimating…" until there are enough)."""
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+
+from dory.index.eta import Meter
 
 LABELS = {
     "lexical": "indexing text",
@@ -21,28 +25,46 @@ LABELS = {
     "writing": "writing notes",
     "queries": "evaluating queries",
     "transcripts": "importing transcripts",
+    "session vectors": "embedding session turns",
+}
+# What a phase counts, in its rate ("42.7 chunks/s").
+UNITS = {
+    "lexical": "files",
+    "vectors": "chunks",
+    "reading": "notes",
+    "writing": "notes",
+    "queries": "queries",
+    "transcripts": "transcripts",
+    "session vectors": "turns",
 }
 
 
 @contextmanager
-def terminal_progress() -> Iterator[Callable[[str, int, int], None]]:
-    if not sys.stderr.isatty():
-        yield lambda phase, done, total: None
-        return
+def terminal_progress(
+    console: Console | None = None, clock: Callable[[], float] = time.monotonic
+) -> Iterator[Callable[[str, int, int], None]]:
+    """The progress callable: bars on stderr when it is a terminal, else nothing. A test passes its
+    own `console` (a terminal it reads) and `clock`."""
+    if console is None:
+        if not sys.stderr.isatty():
+            yield lambda phase, done, total: None
+            return
+        console = Console(stderr=True)
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
+        TextColumn("{task.fields[detail]}"),
+        console=console,
         transient=True,
     )
-    tasks: dict[str, TaskID] = {}
+    tasks: dict[str, tuple[TaskID, Meter]] = {}
 
     def update(phase: str, done: int, total: int) -> None:
         if phase not in tasks:
-            tasks[phase] = bar.add_task(LABELS.get(phase, phase), total=total)
-        bar.update(tasks[phase], completed=done, total=total)
+            tasks[phase] = bar.add_task(LABELS.get(phase, phase), total=total, detail=""), Meter()
+        task, meter = tasks[phase]
+        meter.update(done, clock())
+        bar.update(task, completed=done, total=total, detail=meter.text(done, total, UNITS.get(phase, "items")))
 
     with bar:
         yield update

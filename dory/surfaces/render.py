@@ -5,11 +5,13 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from dory.index.eta import ESTIMATING, duration_text, rate_text
 from dory.models import (
     CaptureStatus,
     CompactResponse,
     ContextPackResponse,
     DaemonStatus,
+    EmbeddingProgress,
     EvalResponse,
     GetResponse,
     InboxImport,
@@ -95,6 +97,7 @@ def status(res: StatusResponse) -> str:
         f"embedder     {res.embedder}  fingerprint {'ok' if res.fingerprint_matches else 'MISMATCH/none'}",
         f"last reindex {res.last_reindex or 'never'}  index size {res.index_bytes / 1e6:.1f} MB",
         *_daemon_lines(res.daemon),
+        *([_embedding_line(res.embedding)] if res.embedding else []),
     ]
     if res.sessions:
         got = res.sessions
@@ -115,6 +118,14 @@ def status(res: StatusResponse) -> str:
         lines += [f"  {s.path}: {s.detail}" for s in res.broken_frontmatter[:50]]
     lines += [f"! {w}" for w in res.warnings]
     return "\n".join(lines)
+
+
+def _embedding_line(progress: EmbeddingProgress) -> str:
+    """`embedding    5,120 chunks pending · 41.3 chunks/s · 2 min 04 s left`."""
+    pending = f"embedding    {progress.chunks_pending:,} chunks pending"
+    if progress.rate_per_s is None or progress.eta_s is None:
+        return f"{pending} · {ESTIMATING}"
+    return f"{pending} · {rate_text(progress.rate_per_s, 'chunks')} · {duration_text(progress.eta_s)} left"
 
 
 def _daemon_lines(daemon: DaemonStatus) -> list[str]:

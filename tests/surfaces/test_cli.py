@@ -468,11 +468,13 @@ def test_status_json_reports_counts_skips_broken_frontmatter_and_freshness(cli: 
         "index_bytes",
         "warnings",
         "daemon",
+        "embedding",
         "jobs",
         "imports",
         "sessions",
     }
     assert body["imports"] == []  # nothing dropped into inbox/import/
+    assert body["embedding"] is None  # chunks are pending, but no daemon embeds them: no ETA
     root = cli.root.resolve()
     assert (body["corpus"], body["state_dir"]) == (str(root), str(root / ".dory"))
     assert (body["name"], body["read_only"], body["output"]) == (None, False, str(root))  # a corpus Dory owns

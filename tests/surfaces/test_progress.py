@@ -9,6 +9,7 @@ the finished command wrote to a pseudo-terminal (rich draws the bar once more as
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -19,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from support.waiting import DEADLINE_S
 
 from dory.config import load_settings
 from dory.models import EvalRequest, JobRunRequest, ReindexRequest, SessionImportRequest
 from dory.service import DoryService
+from dory.surfaces.progress import terminal_progress
 
 FIXTURES = Path(__file__).resolve().parents[1] / "sessions" / "fixtures"
 CLAUDE = FIXTURES / "5b6f9a1e-2c3d-4e5f-8a9b-0c1d2e3f4a5b.jsonl"
@@ -152,7 +155,7 @@ def test_nothing_but_the_result_when_stderr_is_not_a_terminal(dory, corpus, name
         assert run.stderr == "", run
 
 
-def on_a_terminal(dory, args: list[str], env: dict[str, str]) -> tuple[Any, bytes]:
+def on_a_terminal(dory, args: list[str], env: dict[str, str], **options: Any) -> tuple[Any, bytes]:
     """Run with stderr on a pseudo-terminal; what the command wrote there, once it has finished."""
     main_fd, sub_fd = os.openpty()
     seen: list[bytes] = []
@@ -170,7 +173,7 @@ def on_a_terminal(dory, args: list[str], env: dict[str, str]) -> tuple[Any, byte
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        run = dory(*args, stderr=sub_fd, stdout=subprocess.PIPE, env={"TERM": "xterm", **env})
+        run = dory(*args, stderr=sub_fd, stdout=subprocess.PIPE, env={"TERM": "xterm", **env}, **options)
     finally:
         os.close(sub_fd)
         reader.join(DEADLINE_S)  # reads to the end of what the finished command wrote
@@ -190,3 +193,35 @@ def test_a_bar_on_a_terminal_and_stdout_stays_the_result(dory, corpus, name: str
     assert run.code == 0, run
     assert json.loads(run.stdout)  # one JSON document, nothing of the bar in it
     assert label in terminal and b"/" in terminal  # the bar's label, and its done/total count
+
+
+# -- the embedding bar: count, recent rate, time left (dory/index/eta.py) -------------------------
+def test_the_bar_shows_the_rate_and_time_left_once_enough_batches_were_timed() -> None:
+    """A terminal the test reads (rich draws once more as it stops) and a clock it sets: the vectors
+    phase has four timed batches of 128 chunks in 2 s each, the session turns only one so far."""
+    screen = io.StringIO()
+    now = [0.0]
+    console = Console(file=screen, force_terminal=True, width=160, color_system=None)
+    with terminal_progress(console, clock=lambda: now[0]) as progress:
+        for done in range(0, 5 * 128, 128):
+            progress("vectors", done, 4096)
+            now[0] += 2.0
+        progress("session vectors", 0, 300)
+        now[0] += 1.0
+        progress("session vectors", 100, 300)
+    drawn = screen.getvalue()
+    assert "embedding " in drawn and "512/4,096 chunks · 64.0 chunks/s · 56 s left" in drawn
+    assert "embedding session turns" in drawn and "100/300 turns · estimating…" in drawn
+
+
+@pytest.mark.model
+def test_reindex_on_a_terminal_shows_the_embedding_phase(dory, tmp_path: Path) -> None:
+    """The real model on a real pseudo-terminal: the embedding bar and its count of chunks are drawn."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    for name, text in NOTES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    run, terminal = on_a_terminal(dory, ["--corpus", str(root), "reindex", "--json"], {}, backend=None)
+    assert run.code == 0, run
+    assert json.loads(run.stdout)["vectors_embedded"] == len(NOTES)
+    assert b"embedding" in terminal and b"/5 chunks" in terminal

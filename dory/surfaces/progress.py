@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 LABELS = {
     "lexical": "indexing text",
@@ -29,6 +30,10 @@ def terminal_progress() -> Iterator[Callable[[str, int, int], None]]:
     if not sys.stderr.isatty():
         yield lambda phase, done, total: None
         return
+    # Imported here: only a terminal draws a bar, and importing rich costs every command's start.
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -15,7 +15,6 @@ import click
 
 from dory.cpu import configure_blas_threads
 from dory.errors import DoryError, UsageError
-from dory.models import EvalRequest, GetRequest, JobRunRequest, ReindexRequest, Scope, SearchRequest
 from dory.surfaces import (
     capture_cli,
     connect_cli,
@@ -77,6 +76,8 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
     """Bring the index in line with the corpus: incremental (size+mtime, then hash) unless --full.
 
     While `dory ops watch` runs, the daemon does the work (it owns the index)."""
+    from dory.models import ReindexRequest  # pydantic models: loaded only when a command runs
+
     req = ReindexRequest(full=full, plan_only=plan_only, vectors=not no_vectors, wait_s=wait_s)
 
     def waiting(holder: str) -> None:
@@ -163,6 +164,8 @@ def search(
     """Search the corpus: durable memory by default, session transcripts with --in or -m recall. Only
     hits with real evidence (a keyword match, or a close enough meaning) are shown: an empty answer
     means nothing relevant was found."""
+    from dory.models import Scope, SearchRequest  # pydantic models: loaded only when a command runs
+
     scope = Scope(
         path=path_glob,
         type=list(types),
@@ -199,6 +202,8 @@ def search(
 @command
 def get(ctx: click.Context, path: str, from_line: int, lines: int | None) -> Result:
     """Print exact lines of a note with its sha256: hash (paths cannot leave the corpus)."""
+    from dory.models import GetRequest  # pydantic models: loaded only when a command runs
+
     req = GetRequest(path=path, from_line=from_line, lines=lines)
     with service(ctx) as svc:
         res = svc.get(req)
@@ -230,6 +235,8 @@ def eval_command(
     """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) per mode on your own queries.
 
     QUERIES_FILE holds JSON lines {"id", "query", "expected": [paths], "scope"?}."""
+    from dory.models import EvalRequest  # pydantic models: loaded only when a command runs
+
     as_json = click.get_current_context().params.get("as_json", False)
     req = EvalRequest(
         queries_file=str(Path(queries_file).resolve()),
@@ -310,6 +317,8 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     Jobs: reconcile, daily-digest (period YYYY-MM-DD), weekly-digest (YYYY-Www), dream, maintain,
     wiki-refresh (YYYY-MM-DD), capture, migrate-inbox (exports dropped into inbox/import/).
     """
+    from dory.models import JobRunRequest  # pydantic models: loaded only when a command runs
+
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
     with service(ctx) as svc, terminal_progress() as progress:
         res = svc.run_job(req, progress)

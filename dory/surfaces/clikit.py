@@ -2,7 +2,9 @@
 
 This module and the command modules must not import numpy (nor dory.service, which does) at module
 level: `dory.surfaces.cli.main` limits the BLAS threads before numpy loads, and can only do that if
-importing the CLI has not loaded it already (tests/test_errors.py checks).
+importing the CLI has not loaded it already (tests/test_errors.py checks). Nor pydantic (dory.models,
+dory.config) or rich: `dory --help` and a one-shot command start faster without them (SPEC §11), so a
+command imports what it needs inside its function (tests/surfaces/test_cli_imports.py checks).
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any
 
 import click
-import pydantic
 
 from dory.errors import DoryError, UsageError, from_validation_error
-from dory.surfaces.hooks.target import Target
 from dory.surfaces.services import open_service
 
 if TYPE_CHECKING:
+    from dory.surfaces.hooks.target import Target
     from dory.surfaces.services import Service
 
 # What a command returns: the JSON payload, and a function rendering it for people.
@@ -57,14 +58,26 @@ def command(fn: Callable[..., Result | None]) -> Callable[..., None]:
         except Partial as partial:
             _emit(partial.result, as_json, partial.error)
             sys.exit(partial.error.exit_code)
-        except (DoryError, pydantic.ValidationError) as exc:
-            err = from_validation_error(exc) if isinstance(exc, pydantic.ValidationError) else exc
+        except Exception as exc:
+            err = _as_dory_error(exc)
+            if err is None:
+                raise
             emit_error(err, as_json)
             sys.exit(err.exit_code)
         if result is not None:
             _emit(result, as_json)
 
     return wrapper
+
+
+def _as_dory_error(exc: Exception) -> DoryError | None:
+    """The Dory error an exception stands for: itself, a model's validation error mapped to one, else None."""
+    if isinstance(exc, DoryError):
+        return exc
+    # Imported here, on the error path: `--help` and commands without models never load pydantic.
+    import pydantic
+
+    return from_validation_error(exc) if isinstance(exc, pydantic.ValidationError) else None
 
 
 def _emit(result: Result, as_json: bool, error: DoryError | None = None) -> None:
@@ -89,6 +102,8 @@ def service(ctx: click.Context, **overrides: Any) -> Iterator[Service]:
 
 def hook_target(ctx: click.Context) -> Target:
     """The Dory a hook command talks to, from the global options (and their environment variables)."""
+    from dory.surfaces.hooks.target import Target  # dory.corpora, platformdirs: only for hook commands
+
     root = ctx.find_root().params
     return Target.from_options(root.get("corpus"), root.get("state_dir"), root.get("server"), root.get("token"))
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from dory.config import load_settings
 from dory.corpora import locate
 from dory.errors import UsageError
 from dory.surfaces.clikit import Result, command
@@ -69,6 +68,7 @@ def connect(
     changes = apply.connect(edits, Manifest(manifest_path(places.home, places.env)), dry_run)
     captured = harness in CAPTURED and not (no_capture or dry_run or url)
     if captured:
+        from dory.config import load_settings  # pydantic: loaded only when this command needs settings
         from dory.service.capture import set_capture_for
 
         root = ctx.find_root().params

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from dory.errors import NotFound, UsageError
-from dory.models import ContextPackRequest, MarkRequest, PackInput, RemindRequest, WakeRequest
-from dory.models.common import MAX_INGEST_BYTES, loads_json
 from dory.surfaces import render
 from dory.surfaces.clikit import Partial, Result, command, hook_target, read_input, service
 from dory.surfaces.hooks import wake as wake_hook
+
+if TYPE_CHECKING:
+    from dory.models import PackInput
 
 
 @click.command()
@@ -50,6 +52,8 @@ def wake(
     deadline_s: float,
 ) -> Result:
     """The frozen block for the start of an agent session; plain output is the block itself (for hooks)."""
+    from dory.models import WakeRequest  # pydantic models: loaded only when a command runs
+
     if hook:
         options = wake_hook.WakeOptions(profile, project, budget, max_chars, agent, deadline_s)
         wake_hook.run(hook_target(ctx), options, sys.stdin.buffer)
@@ -97,6 +101,8 @@ def pack(
 ) -> Result:
     """Pack a session into a token budget: protected system/summary/recent turns, recalled chunks,
     placeholders for what was archived."""
+    from dory.models import ContextPackRequest  # pydantic models: loaded only when a command runs
+
     messages = _read_messages(messages_file) if messages_file else None
     req = ContextPackRequest(
         session=session,
@@ -115,6 +121,9 @@ def pack(
 
 
 def _read_messages(source: str) -> list[PackInput]:
+    from dory.models import PackInput  # pydantic models: loaded only when a command runs
+    from dory.models.common import MAX_INGEST_BYTES, loads_json  # pydantic: loaded only when a command runs
+
     raw = read_input(source, MAX_INGEST_BYTES, "--messages")
     try:
         value = loads_json(raw.decode("utf-8"))
@@ -132,6 +141,8 @@ def _read_messages(source: str) -> list[PackInput]:
 @command
 def remind(ctx: click.Context, ids: tuple[str, ...], session: str | None) -> Result:
     """The exact archived text of message ids (m-…) or chunk ids (m-…#n)."""
+    from dory.models import RemindRequest  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = svc.context.remind(RemindRequest(ids=list(ids), session=session))
     result: Result = (res.model_dump(mode="json"), lambda: render.remind(res))
@@ -148,6 +159,8 @@ def remind(ctx: click.Context, ids: tuple[str, ...], session: str | None) -> Res
 @command
 def mark(ctx: click.Context, message_id: str, weight: float, session: str | None) -> Result:
     """Raise (or reset) a message's weight so context packing keeps it."""
+    from dory.models import MarkRequest  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = svc.context.mark(MarkRequest(id=message_id, weight=weight, session=session))
     return res.model_dump(mode="json"), lambda: f"{res.id} weight {res.weight:g} ({res.path})"

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from dory.config import Settings
 from dory.errors import DoryError
-from dory.models import TokenCreateRequest
 from dory.surfaces import render
 from dory.surfaces.clikit import Result, command, emit_error
+
+if TYPE_CHECKING:
+    from dory.config import Settings
 
 SCOPES = ["read", "write", "sessions", "admin"]
 
@@ -69,6 +70,7 @@ def auth() -> None:
 @command
 def auth_new(ctx: click.Context, name: str, scopes: tuple[str, ...], expires: str | None) -> Result:
     """Create a token NAME (recorded as the agent of its writes); its secret is printed this once."""
+    from dory.models import TokenCreateRequest  # pydantic models: loaded only when a command runs
     from dory.service.tokens import TokenStore
 
     req = TokenCreateRequest.model_validate({"name": name, "scopes": list(scopes) or ["read"], "expires": expires})

@@ -3,28 +3,22 @@ write memory or read its link graph. Each builds one request model and calls the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dory.errors import NotFound, UsageError
-from dory.models import (
-    GetRequest,
-    LinkLintRequest,
-    LinkRequest,
-    MemoryWriteRequest,
-    ProposalCreateRequest,
-    ProposalDecision,
-    ProposalStatus,
-    WriteRequest,
-)
-from dory.models.common import MAX_REQUEST_CHARS, loads_json
 from dory.surfaces import render
 from dory.surfaces.clikit import Result, command, read_input, service
+
+if TYPE_CHECKING:
+    from dory.models import ProposalStatus
 
 
 def read_content(content: str | None, file: str | None) -> str:
     """The text to write: --content, or --file (`-` reads stdin); exactly one of them."""
+    from dory.models.common import MAX_REQUEST_CHARS  # pydantic: loaded only when a command runs
+
     if (content is None) == (file is None):
         raise UsageError("give the text with --content TEXT or --file PATH (- for stdin)")
     if content is not None:
@@ -38,6 +32,8 @@ def read_content(content: str | None, file: str | None) -> str:
 
 def parse_frontmatter(raw: str | None, fields: tuple[str, ...]) -> dict[str, Any] | None:
     """--frontmatter '{"json": "object"}' and repeatable --set key=value, merged."""
+    from dory.models.common import loads_json  # pydantic: loaded only when a command runs
+
     merged: dict[str, Any] = {}
     if raw:
         try:
@@ -92,6 +88,8 @@ def write(
     source: str | None,
 ) -> Result:
     """Write one note at PATH exactly (create, append, replace or forget), from --content or --file."""
+    from dory.models import WriteRequest  # pydantic models: loaded only when a command runs
+
     text = "" if kind == "forget" and content is None and file is None else read_content(content, file)
     req = WriteRequest(
         path=path,
@@ -153,6 +151,8 @@ def semantic_options(fn: Any) -> Any:
 def memory_write(ctx: click.Context, subject: str, content: str, **options: Any) -> Result:
     """Remember CONTENT about SUBJECT (a person, project, concept or decision): a claim with evidence,
     rendered into its canonical page."""
+    from dory.models import MemoryWriteRequest  # pydantic models: loaded only when a command runs
+
     req = MemoryWriteRequest(subject=subject, content=content, **options)
     with service(ctx) as svc:
         res = svc.memory_write(req)
@@ -173,6 +173,11 @@ def proposals() -> None:
 @command
 def proposals_create(ctx: click.Context, subject: str, content: str, proposal_id: str | None, **options: Any) -> Result:
     """Plan a semantic write (a dry run) and keep it for review."""
+    from dory.models import (  # pydantic models: loaded only when a command runs
+        MemoryWriteRequest,
+        ProposalCreateRequest,
+    )
+
     req = ProposalCreateRequest(write=MemoryWriteRequest(subject=subject, content=content, **options), id=proposal_id)
     with service(ctx) as svc:
         res = svc.proposal_create(req)
@@ -205,6 +210,8 @@ def proposals_show(ctx: click.Context, proposal_id: str) -> Result:
 
 def _current_text(svc: Any, path: str | None) -> str | None:
     """The page a proposal would change, as it is now (None when it does not exist yet)."""
+    from dory.models import GetRequest  # pydantic models: loaded only when a command runs
+
     if not path:
         return None
     try:
@@ -219,6 +226,8 @@ def _current_text(svc: Any, path: str | None) -> str | None:
 @command
 def proposals_apply(ctx: click.Context, proposal_id: str) -> Result:
     """Apply a proposal (refused as stale if its page or subject changed since)."""
+    from dory.models import ProposalDecision  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = svc.proposal_apply(ProposalDecision(id=proposal_id))
     return res.model_dump(mode="json"), lambda: render.proposal(res, "applied")
@@ -231,6 +240,8 @@ def proposals_apply(ctx: click.Context, proposal_id: str) -> Result:
 @command
 def proposals_reject(ctx: click.Context, proposal_id: str, reason: str | None) -> Result:
     """Reject a proposal (moved to inbox/rejected/)."""
+    from dory.models import ProposalDecision  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = svc.proposal_reject(ProposalDecision(id=proposal_id, reason=reason))
     return res.model_dump(mode="json"), lambda: render.proposal(res, "rejected")
@@ -264,6 +275,8 @@ def _links(
     exclude_prefix: tuple[str, ...],
     no_mentions: bool,
 ) -> Result:
+    from dory.models import LinkRequest  # pydantic models: loaded only when a command runs
+
     req = LinkRequest(
         path=path,
         direction=direction,
@@ -305,6 +318,8 @@ def link_backlinks(ctx: click.Context, path: str, **options: Any) -> Result:
 @command
 def link_lint(ctx: click.Context, max_items: int, exclude_prefix: tuple[str, ...]) -> Result:
     """Broken links (with line numbers) and orphan notes."""
+    from dory.models import LinkLintRequest  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = svc.link_lint(LinkLintRequest(max_items=max_items, exclude_prefix=list(exclude_prefix)))
     return res.model_dump(mode="json"), lambda: render.link_lint(res)

@@ -6,20 +6,16 @@ migrate, so `dory migrate ~/export.zip --dry-run` reads as people expect.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dory.errors import UsageError
-from dory.models import (
-    MigrateRequest,
-    MigrateResponse,
-    MigrateUndoRequest,
-    MigrateUndoResponse,
-    MigrationRunsResponse,
-)
 from dory.surfaces.clikit import Result, command, service
 from dory.surfaces.progress import terminal_progress
+
+if TYPE_CHECKING:
+    from dory.models import MigrateResponse, MigrateUndoResponse, MigrationRunsResponse
 
 RUN = "run"
 
@@ -66,6 +62,8 @@ def run(
 ) -> Result:
     """Import notes, chats and memories from another tool (SOURCE: a folder, a zip or a file) as one
     run: idempotent, resumable and undoable; --dry-run shows the plan first."""
+    from dory.models import MigrateRequest  # pydantic models: loaded only when a command runs
+
     req = MigrateRequest(
         source=source, from_format=from_format, into=into, dry_run=dry_run or estimate, estimate=estimate, llm=llm
     )
@@ -82,6 +80,7 @@ def run(
 @command
 def runs(ctx: click.Context) -> Result:
     """List migration runs, oldest first."""
+
     with service(ctx) as svc:
         res: MigrationRunsResponse = _local(svc).runs()
     lines = [f"{r.run}  {r.state:<11} {r.created:>6} files  {r.format:<10} {r.source}" for r in res.runs]
@@ -95,6 +94,8 @@ def runs(ctx: click.Context) -> Result:
 @command
 def undo(ctx: click.Context, run_id: str, dry_run: bool) -> Result:
     """Remove the files run RUN created, except those edited since (they are listed and kept)."""
+    from dory.models import MigrateUndoRequest  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = _local(svc).undo(MigrateUndoRequest(run=run_id, dry_run=dry_run))
     return res.model_dump(mode="json"), lambda: render_undo(res)

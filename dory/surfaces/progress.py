@@ -12,11 +12,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn
+from typing import TYPE_CHECKING
 
 from dory.index.eta import Meter
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
 
 LABELS = {
     "lexical": "indexing text",
@@ -45,16 +47,18 @@ def terminal_progress(
 ) -> Iterator[Callable[[str, int, int], None]]:
     """The progress callable: bars on stderr when it is a terminal, else nothing. A test passes its
     own `console` (a terminal it reads) and `clock`."""
-    if console is None:
-        if not sys.stderr.isatty():
-            yield lambda phase, done, total: None
-            return
-        console = Console(stderr=True)
+    if console is None and not sys.stderr.isatty():
+        yield lambda phase, done, total: None
+        return
+    # Imported here: only a terminal draws a bar, and importing rich costs every command's start.
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.fields[detail]}"),
-        console=console,
+        console=console or Console(stderr=True),
         transient=True,
     )
     tasks: dict[str, tuple[TaskID, Meter]] = {}

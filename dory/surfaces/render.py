@@ -3,38 +3,40 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dory.index.eta import ESTIMATING, duration_text, rate_text
-from dory.models import (
-    CaptureStatus,
-    CompactResponse,
-    ContextPackResponse,
-    DaemonStatus,
-    EmbeddingProgress,
-    EvalResponse,
-    GetResponse,
-    InboxImport,
-    JobRun,
-    JobsResponse,
-    LinkLintResponse,
-    LinkResponse,
-    MemoryWriteResponse,
-    Proposal,
-    ProposalListResponse,
-    ReindexResponse,
-    RemindResponse,
-    SearchResponse,
-    SessionImportResponse,
-    SessionInfo,
-    SessionIngestResponse,
-    SessionListResponse,
-    SessionShowResponse,
-    StatusResponse,
-    TokenCreated,
-    TokenListResponse,
-    WriteResponse,
-)
+
+if TYPE_CHECKING:  # the models are only annotations here: rendering must not load pydantic
+    from dory.models import (
+        CaptureStatus,
+        CompactResponse,
+        ContextPackResponse,
+        DaemonStatus,
+        EmbeddingProgress,
+        EvalResponse,
+        GetResponse,
+        InboxImport,
+        JobRun,
+        JobsResponse,
+        LinkLintResponse,
+        LinkResponse,
+        MemoryWriteResponse,
+        Proposal,
+        ProposalListResponse,
+        ReindexResponse,
+        RemindResponse,
+        SearchResponse,
+        SessionImportResponse,
+        SessionInfo,
+        SessionIngestResponse,
+        SessionListResponse,
+        SessionShowResponse,
+        StatusResponse,
+        TokenCreated,
+        TokenListResponse,
+        WriteResponse,
+    )
 
 SHOWN_IMPORTS = 5  # entries of inbox/import/ listed by `dory status` (--json lists the last 20)
 

@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from dory.errors import InvalidInput, UsageError
-from dory.models import (
-    CompactRequest,
-    Scope,
-    SearchRequest,
-    SessionImportRequest,
-    SessionIngestRequest,
-    SessionListRequest,
-    SessionUpdateRequest,
-)
 from dory.surfaces import render
 from dory.surfaces.clikit import Partial, Result, command, hook_target, service
 from dory.surfaces.hooks import capture
 from dory.surfaces.progress import terminal_progress
+
+if TYPE_CHECKING:
+    from dory.models import SessionUpdateRequest
 
 
 @click.group()
@@ -59,6 +54,8 @@ def read_source(source: str) -> tuple[str, str | None]:
 @command
 def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device: str | None, dry_run: bool) -> Result:
     """Import one transcript file (SOURCE: its path, or - for stdin). Re-importing adds only new turns."""
+    from dory.models import SessionIngestRequest  # pydantic models: loaded only when a command runs
+
     content, source_path = read_source(source)
     req = SessionIngestRequest(
         content=content,
@@ -91,6 +88,8 @@ def ingest(ctx: click.Context, source: str, fmt: str, agent: str | None, device:
 @command
 def import_local(ctx: click.Context, since: str | None, harnesses: tuple[str, ...], dry_run: bool) -> Result:
     """Import this machine's Claude Code (~/.claude/projects) and Codex (~/.codex/sessions) transcripts."""
+    from dory.models import SessionImportRequest  # pydantic models: loaded only when a command runs
+
     req = SessionImportRequest(since=since, dry_run=dry_run, harnesses=list(harnesses) or ["claude-code", "codex"])
     with service(ctx) as svc, terminal_progress() as progress:
         res = svc.sessions.import_local(req, progress)
@@ -109,6 +108,8 @@ def list_sessions(
     ctx: click.Context, agent: str | None, since: str | None, status: str | None, include_deleted: bool, limit: int
 ) -> Result:
     """Sessions, most recently updated first."""
+    from dory.models import SessionListRequest  # pydantic models: loaded only when a command runs
+
     req = SessionListRequest(agent=agent, since=since, status=status, include_deleted=include_deleted, limit=limit)
     with service(ctx) as svc:
         res = svc.sessions.list(req)
@@ -157,6 +158,8 @@ def export(ctx: click.Context, session_id: str, fmt: str) -> Result:
 @command
 def rename(ctx: click.Context, session_id: str, title: str) -> Result:
     """Give a session a title (kept when the session is imported again)."""
+    from dory.models import SessionUpdateRequest  # pydantic models: loaded only when a command runs
+
     return _update(ctx, SessionUpdateRequest(id=session_id, action="rename", title=title))
 
 
@@ -166,6 +169,8 @@ def rename(ctx: click.Context, session_id: str, title: str) -> Result:
 @command
 def delete(ctx: click.Context, session_id: str) -> Result:
     """Tombstone a session: hidden from list, search and recall; its text stays; `restore` undoes it."""
+    from dory.models import SessionUpdateRequest  # pydantic models: loaded only when a command runs
+
     return _update(ctx, SessionUpdateRequest(id=session_id, action="delete"))
 
 
@@ -175,6 +180,8 @@ def delete(ctx: click.Context, session_id: str) -> Result:
 @command
 def restore(ctx: click.Context, session_id: str) -> Result:
     """Undo `delete`."""
+    from dory.models import SessionUpdateRequest  # pydantic models: loaded only when a command runs
+
     return _update(ctx, SessionUpdateRequest(id=session_id, action="restore"))
 
 
@@ -207,6 +214,8 @@ def search_sessions(
     k: int,
 ) -> Result:
     """Recall: the past turns that best match QUERY (keywords and meaning), newest favoured."""
+    from dory.models import Scope, SearchRequest  # pydantic models: loaded only when a command runs
+
     scope = Scope(
         agent=agent, device=device, session_id=session_id, status=[status] if status else [], since=since, until=until
     )
@@ -230,6 +239,8 @@ def search_sessions(
 @command
 def compact(ctx: click.Context, session_id: str, retain: int, dry_run: bool) -> Result:
     """Write the session's continuation summary (facts worth keeping go to proposals first)."""
+    from dory.models import CompactRequest  # pydantic models: loaded only when a command runs
+
     with service(ctx) as svc:
         res = svc.sessions.compact(CompactRequest(id=session_id, retain=retain, dry_run=dry_run))
     return res.model_dump(mode="json"), lambda: render.compact(res)

@@ -247,6 +247,20 @@ class MachineLoad:
         return {"seconds": wall, "own_cpu_s": own, "others_cores": others, "cores": usable_cpus()}
 
 
+@contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """`count` busy-loop processes (`while True: pass`) for the block: a loaded machine on purpose."""
+    import subprocess
+
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
 def busy_machine_warning(load: dict[str, Any], threshold: float = 0.25) -> str | None:
     """A warning when other processes kept more than `threshold` cores busy on average (see MachineLoad)."""
     others = load.get("others_cores")

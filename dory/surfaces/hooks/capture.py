@@ -13,7 +13,6 @@ import sys
 from typing import BinaryIO, Literal, NoReturn
 
 from dory.errors import FileTooLarge, NotFound, UnreadableFile, UsageError
-from dory.models.common import MAX_INGEST_BYTES
 from dory.surfaces.hooks import failopen
 from dory.surfaces.hooks.event import HookEvent, read_event
 from dory.surfaces.hooks.target import Target
@@ -45,6 +44,8 @@ def capture(kind: Kind, target: Target, event: HookEvent) -> None:
 
 
 def read_transcript(path: str) -> str:
+    from dory.models.common import MAX_INGEST_BYTES  # pydantic: loaded when a hook runs, not for `dory --help`
+
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_INGEST_BYTES + 1)

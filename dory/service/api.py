@@ -153,14 +153,19 @@ class DoryService:
             hits = recall(sessions, req, self.settings.search, self._query_vector(), warnings)
             return SearchResponse(query=req.query, mode=req.mode, corpus="sessions", hits=hits, warnings=warnings)
         durable_req = req.model_copy(update={"mode": "hybrid"}) if req.mode == "recall" else req
+        both = req.corpus == "all"  # the merge fuses the stage ranks of both sides' hits: debug on
         live = None
         if self.settings.embedder.backend != "none":
             r = self.resources
             live = LiveVectors(r.store(), r.require_embedder, r.vectors, r.fingerprint, r.vectors_lock)
-        response = SearchEngine(self.settings, self.resources.store(), live).search(durable_req)
-        if req.corpus == "all":
-            turns = recall(sessions, req, self.settings.search, self._query_vector(), response.warnings)
-            response.hits = merge(response.hits, turns, req.k)
+        engine = SearchEngine(self.settings, self.resources.store(), live)
+        response = engine.search(durable_req.model_copy(update={"debug": True}) if both else durable_req)
+        if both:
+            turns_req = req.model_copy(update={"debug": True})
+            turns = recall(sessions, turns_req, self.settings.search, self._query_vector(), response.warnings)
+            response.hits = merge(response.hits, turns, self.settings.search, engine.policy, req.k)
+            if not req.debug:
+                response.hits = [hit.model_copy(update={"explain": None}) for hit in response.hits]
         # SearchRequest.mode is a str field whose validator leaves only a SearchMode in it.
         response.mode, response.corpus = cast(SearchMode, req.mode), req.corpus
         if req.record:  # weak hits are noise: dreaming must never count them as recalled

@@ -1,29 +1,30 @@
 """Recall: search over the session plane, and the merge of session turns into durable results.
 
 Turns are ranked like durable chunks (reciprocal rank fusion of BM25 and vector lists), but every
-hit names the exact turn: its line range and message id. Session evidence is weaker than curated
-memory, so when both corpora are searched the two lists are merged by rank with session turns
-counted at SESSION_FACTOR.
+hit names the exact turn: its line range and message id. When both corpora are searched, `merge`
+puts durable hits and turns in one list under one fusion and the ranking policy (session evidence
+is weaker than curated memory: transcripts live under `logs/`, which the policy demotes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import zip_longest
 
 import numpy as np
 
 from dory.config import SearchSettings
 from dory.errors import BackendUnavailable
 from dory.models import Scope, SearchHit, SearchRequest, SessionTurn, StageScores
+from dory.search.bounded import bounded_order
 from dory.search.engine import stage_ranks
 from dory.search.floor import nothing_found_warning, with_evidence
 from dory.search.hits import text_snippet
+from dory.search.policy import RankingPolicy
 from dory.search.query import ParsedQuery, parse_query
 from dory.sessions.store import SessionHit, SessionScope, SessionStore
 
-# Session turns against curated notes in corpus=all (the same weight the policy gives `logs/`).
-SESSION_FACTOR = 0.75
-MERGE_K = 20
 QueryVector = Callable[[str], tuple[np.ndarray, str]]  # query → (vector, fingerprint)
 
 
@@ -110,10 +111,68 @@ def _hit(hit: SessionHit, parsed: ParsedQuery, position: int, explain: StageScor
     )
 
 
-def merge(durable: list[SearchHit], sessions: list[SearchHit], k: int) -> list[SearchHit]:
-    """Durable hits and session turns in one list. The two lists' scores are on different scales, so
-    they are merged by position (1 / (MERGE_K + rank)), session turns scaled by SESSION_FACTOR."""
-    keyed = [(1 / (MERGE_K + rank), hit) for rank, hit in enumerate(durable, start=1)]
-    keyed += [(SESSION_FACTOR / (MERGE_K + rank), hit) for rank, hit in enumerate(sessions, start=1)]
-    keyed.sort(key=lambda item: -item[0])
-    return [hit for _, hit in keyed[:k]]
+def merge(
+    durable: list[SearchHit], sessions: list[SearchHit], settings: SearchSettings, policy: RankingPolicy, k: int
+) -> list[SearchHit]:
+    """Durable hits and session turns in one list, under one fusion and one policy.
+
+    Merging the two answers by final position put a session's best turn under the eighth durable
+    note whatever the evidence (the README's nginx example found its turn at #9). Now both sides'
+    hits are fused again as one set: one vector list ordered by cosine (the same model embedded
+    both sides, so cosines compare), one lexical list interleaving the two sides' BM25 ranks (their
+    scores come from different tables and do not compare), reciprocal rank fusion with the durable
+    settings, times the policy factor (transcripts live under `logs/`, which the policy demotes),
+    and the policy's bound (search/bounded.py). Both lists must carry `explain` (search with debug).
+    """
+    hits = [*durable, *sessions]
+    lists = _joint_lists(hits, len(durable))
+    fused: dict[int, float] = {}
+    weights = {"bm25": settings.lexical_weight, "vector": settings.vector_weight}
+    for name, ranked in lists.items():
+        for rank, (index, _) in enumerate(ranked, start=1):
+            fused[index] = fused.get(index, 0.0) + weights[name] / (settings.rrf_k + rank)
+    merged = [
+        _Merged(index, fused.get(index, 0.0) * _factor(hit, policy, durable=index < len(durable)))
+        for index, hit in enumerate(hits)
+    ]
+    merged.sort(key=lambda m: (-m.score, m.chunk_id))
+    return [_rescored(hits[m.chunk_id], m.score) for _, m in zip(range(k), bounded_order(merged, lists), strict=False)]
+
+
+@dataclass
+class _Merged:
+    chunk_id: int  # the hit's index in durable + sessions (bounded_order's key)
+    score: float
+
+
+def _joint_lists(hits: list[SearchHit], n_durable: int) -> dict[str, list[tuple[int, float]]]:
+    def explain(hit: SearchHit) -> StageScores:
+        assert hit.explain is not None, "merge needs each hit's stage ranks (search with debug)"
+        return hit.explain
+
+    by_side: list[list[tuple[int, int]]] = [[], []]
+    vector: list[tuple[int, float]] = []
+    for index, hit in enumerate(hits):
+        e = explain(hit)
+        if e.bm25_rank is not None:
+            by_side[index >= n_durable].append((e.bm25_rank, index))
+        if e.vector_score is not None:
+            vector.append((index, e.vector_score))
+    lexical = [index for pair in zip_longest(*(sorted(side) for side in by_side)) for index in _present(pair)]
+    vector.sort(key=lambda item: (-item[1], item[0]))
+    return {"bm25": [(index, 0.0) for index in lexical], "vector": vector}
+
+
+def _present(pair: tuple[tuple[int, int] | None, ...]) -> list[int]:
+    return [item[1] for item in pair if item is not None]
+
+
+def _factor(hit: SearchHit, policy: RankingPolicy, durable: bool) -> float:
+    if durable:  # already decided by the durable search, with the note's frontmatter
+        return hit.explain.policy_factor if hit.explain and hit.explain.policy_factor is not None else 1.0
+    return policy.factor(hit.path, {})[0]
+
+
+def _rescored(hit: SearchHit, score: float) -> SearchHit:
+    explain = hit.explain.model_copy(update={"final": score}) if hit.explain else None
+    return hit.model_copy(update={"score": round(score, 6), "explain": explain})

@@ -122,7 +122,7 @@ class SessionStore:
                     for table in ("messages_fts", "embeddings", "messages", "sessions"):
                         self.conn.execute(f"DROP TABLE IF EXISTS {table}")
                 self.conn.executescript(SCHEMA)
-                # Only the turn's own words: a hit must point at a turn that says them.
+                # A turn's words and its session's day (turn_text.py); a hit points at the turn's own lines.
                 self.conn.execute(
                     f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, tokenize = '{tokenizer}')"
                 )

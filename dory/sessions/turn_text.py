@@ -1,12 +1,18 @@
 """What the session index reads of each turn: the words BM25 matches and the text that is embedded.
 
-A turn alone often lacks what a question names: "What did Caroline research?" is answered by a
-turn that says "Researching adoption agencies". So the indexed texts can carry the turn's speaker,
-the session's date and the turn before it. The stored turn text (snippets, context packing) stays
-the turn's own words; only the index sees these additions.
+A turn alone often lacks what a question names, so the index reads a little more than the turn:
+- BM25 also matches the session's day ("8 May 2023"): "What did Jon find on 1 February, 2023?"
+  names the session's date, never said in any turn.
+- The embedded text starts with the turn before it (cut to NEIGHBOUR_CHARS): an answer such as
+  "Researching adoption agencies" means little without the question it answers.
+The stored turn text (snippets, context packing) stays the turn's own words, and a hit still points
+at the turn's own lines. Measured on LoCoMo (scripts/bench/bench_recall.py); tried and dropped
+there: the speaker label rewritten as "Name: words" (worse for both sides), the speaker left out of
+the embedded text (much worse: questions name people), the date in the embedded text (worse).
 
-The embedded text is also the vector cache's key (its hash), so changing what is embedded here
-re-embeds exactly the turns whose text changed and never mixes old vectors with new ones.
+The embedded text is also the vector cache's key (its hash, `store.text_hash`), so a change here or
+an edit of a neighbour re-embeds exactly the turns whose embedded text changed; old vectors are
+never mixed with new ones.
 """
 
 from __future__ import annotations
@@ -16,12 +22,6 @@ from dataclasses import dataclass
 from dory.sessions.header import speaker
 from dory.sessions.transcript import Message, Session, time_key
 
-# Which additions are made (measured on LoCoMo with scripts/bench/bench_recall.py).
-SPEAKER_LEXICAL = False  # "Name: body" instead of the raw label, for BM25
-SPEAKER_EMBED = False  # the same for the embedded text
-DATE_LEXICAL = False  # the session's day ("8 May 2023") added to the BM25 text
-DATE_EMBED = False  # the same for the embedded text
-NEIGHBOUR_EMBED = False  # the previous turn, as context, in the embedded text
 # How much of the previous turn is kept as context (characters, cut at a word).
 NEIGHBOUR_CHARS = 300
 
@@ -38,15 +38,8 @@ def turn_texts(session: Session) -> list[TurnText]:
     turns = session.turns()
     out: list[TurnText] = []
     for index, turn in enumerate(turns):
-        plain = _labelled(turn)
-        lexical = plain if SPEAKER_LEXICAL else turn.text
-        embedded = plain if SPEAKER_EMBED else turn.text
-        if DATE_LEXICAL and day:
-            lexical = f"{day}\n{lexical}"
-        if NEIGHBOUR_EMBED and index > 0:
-            embedded = f"{_clip(_labelled(turns[index - 1]))}\n{embedded}"
-        if DATE_EMBED and day:
-            embedded = f"{day}\n{embedded}"
+        lexical = f"{day}\n{turn.text}" if day else turn.text
+        embedded = f"{_clip(_labelled(turns[index - 1]))}\n{turn.text}" if index > 0 else turn.text
         out.append(TurnText(lexical, embedded))
     return out
 
@@ -58,7 +51,7 @@ def _labelled(turn: Message) -> str:
 
 
 def _day(moment: str | None) -> str | None:
-    when = time_key(moment.replace("Z", "+00:00")) if moment else None
+    when = time_key(moment) if moment else None
     return f"{when.day} {when:%B %Y}" if when else None
 
 

@@ -56,6 +56,8 @@ class SessionInfo(_Model):
     status: str
     started: str | None = None
     updated: str | None = None
+    # When the session took place: its start, else the date its transcript's header line names.
+    date: str | None = None
     messages: int
 
 

@@ -156,6 +156,7 @@ class SessionService:
                 started=r[6],
                 updated=r[7],
                 messages=r[8],
+                date=r[9],
             )
             for r in rows
         ]

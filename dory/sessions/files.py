@@ -185,5 +185,6 @@ def info(rel: str, session: Session) -> SessionInfo:
         status=session.status,
         started=session.started,
         updated=session.updated,
+        date=session.date(),
         messages=len(session.turns()),
     )

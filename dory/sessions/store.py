@@ -23,6 +23,7 @@ import numpy as np
 from dory.index import db
 from dory.search.query import fts_match, parse_query
 from dory.sessions.transcript import Session
+from dory.sessions.turn_text import turn_texts
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -35,6 +36,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     status TEXT NOT NULL,
     started TEXT,
     updated TEXT,
+    date TEXT,
+    header TEXT NOT NULL DEFAULT '',
     message_count INTEGER NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
@@ -52,6 +55,7 @@ CREATE TABLE IF NOT EXISTS messages (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     text TEXT NOT NULL,
+    embed_text TEXT NOT NULL,
     text_hash TEXT NOT NULL,
     weight REAL NOT NULL DEFAULT 0
 );
@@ -67,8 +71,12 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 # The frontmatter key holding agents' weights for messages (`dory context mark`).
 WEIGHTS_KEY = "weights"
+# `date` is when the session took place (Session.date); `header` the opening of a foreign-layout
+# transcript (title, date line), kept as metadata and never indexed as a turn. A turn's `text` is its
+# own words; `embed_text` is what is embedded (turn_text.py), and `text_hash` is the hash of that,
+# the key of the vector cache.
 # The session index is disposable: a file of another version is rebuilt from the transcripts.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # How much a brand-new session is favoured over an old one with the same BM25 score, and how fast
 # that favour fades (halves every RECENCY_HALF_LIFE_DAYS).
 RECENCY_WEIGHT = 0.5
@@ -114,7 +122,7 @@ class SessionStore:
                     for table in ("messages_fts", "embeddings", "messages", "sessions"):
                         self.conn.execute(f"DROP TABLE IF EXISTS {table}")
                 self.conn.executescript(SCHEMA)
-                # Only the turn's own words: a hit must point at a turn that says them.
+                # A turn's words and its session's day (turn_text.py); a hit points at the turn's own lines.
                 self.conn.execute(
                     f"CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, tokenize = '{tokenizer}')"
                 )
@@ -137,8 +145,8 @@ class SessionStore:
         weights = parse_weights(session.extra.get(WEIGHTS_KEY))
         self.delete(rel)
         row = self.conn.execute(
-            "INSERT INTO sessions(path, session_id, agent, device, title, status, started, updated, message_count, "
-            "size, mtime_ns, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions(path, session_id, agent, device, title, status, started, updated, date, header, "
+            "message_count, size, mtime_ns, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rel,
                 session.session_id,
@@ -148,16 +156,18 @@ class SessionStore:
                 session.status,
                 session.started,
                 session.updated,
+                session.date(),
+                session.header,
                 len(session.turns()),
                 size,
                 mtime_ns,
                 sha256,
             ),
         ).lastrowid
-        for ordinal, message in enumerate(session.turns()):
+        for ordinal, (message, indexed) in enumerate(zip(session.turns(), turn_texts(session), strict=True)):
             message_row = self.conn.execute(
                 "INSERT INTO messages(session_row, ordinal, message_id, role, kind, time, start_line, end_line, text, "
-                "text_hash, weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "embed_text, text_hash, weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row,
                     ordinal,
@@ -168,11 +178,12 @@ class SessionStore:
                     message.start_line,
                     message.end_line,
                     message.text,
-                    text_hash(message.text),
+                    indexed.embedded,
+                    text_hash(indexed.embedded),
                     weights.get(message.id, 0.0),
                 ),
             ).lastrowid
-            self.conn.execute("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", (message_row, message.text))
+            self.conn.execute("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", (message_row, indexed.lexical))
 
     def delete(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM sessions WHERE path = ?", (rel,)).fetchone()
@@ -187,7 +198,7 @@ class SessionStore:
         self, agent: str | None, status: str | None, since: str | None, include_deleted: bool, limit: int
     ) -> tuple[list[sqlite3.Row], int]:
         """Sessions newest first (path, session_id, agent, device, title, status, started, updated,
-        message_count) and how many match in all."""
+        message_count, date) and how many match in all."""
         clauses, params = ["1 = 1"], []
         for column, value in (("agent", agent), ("status", status)):
             if value is not None:
@@ -201,8 +212,8 @@ class SessionStore:
         where = " AND ".join(clauses)
         total = self.conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
         rows = self.conn.execute(
-            "SELECT path, session_id, agent, device, title, status, started, updated, message_count FROM sessions "
-            f"WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?",
+            "SELECT path, session_id, agent, device, title, status, started, updated, message_count, date "
+            f"FROM sessions WHERE {where} ORDER BY coalesce(updated, started, '') DESC, path LIMIT ?",
             (*params, limit),
         ).fetchall()
         return rows, total
@@ -327,7 +338,7 @@ class SessionStore:
     def pending_vectors(self, fingerprint: str, limit: int) -> list[tuple[str, str]]:
         """(text hash, text) of turns with no vector for this fingerprint yet."""
         rows = self.conn.execute(
-            "SELECT text_hash, min(text) FROM messages WHERE text_hash NOT IN "
+            "SELECT text_hash, min(embed_text) FROM messages WHERE text_hash NOT IN "
             "(SELECT text_hash FROM embeddings WHERE fingerprint = ?) GROUP BY text_hash LIMIT ?",
             (fingerprint, limit),
         )

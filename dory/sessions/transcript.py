@@ -77,6 +77,7 @@ from dory.corpus.paths import SESSIONS_ROOT
 from dory.errors import BrokenFrontmatter, UnreadableFile
 from dory.memory.frontmatter import render
 from dory.sessions.clean import clean_text
+from dory.sessions.header import date_in, header_length
 
 Role = Literal["user", "assistant", "tool", "system"]
 Kind = Literal["message", "tool_result", "image", "summary"]
@@ -235,6 +236,9 @@ class Session:
     # For a transcript written in another layout (no message headings): its paragraphs, so recall
     # can still point at a turn. Never rendered; a merge or an edit works on `messages` only.
     text_turns: list[Message] = field(default_factory=list, compare=False, repr=False)
+    # For that layout too: the paragraphs before its first turn (title, date line). Metadata of the
+    # session, never a turn; never rendered (the preamble already holds the whole body).
+    header: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.session_id = one_line(str(self.session_id))
@@ -247,6 +251,15 @@ class Session:
         self.started = normalise_time(self.started)
         self.updated = normalise_time(self.updated)
         self.preamble = tidy(clean_text(self.preamble))
+
+    def date(self) -> str | None:
+        """When the session took place: its start, else the date its header gives, else the date in
+        the frontmatter's `date` or `created`, else its last update."""
+        for value in (self.started, date_in(self.header), self.extra.get("date"), self.extra.get("created")):
+            moment = normalise_time(value if not isinstance(value, dt.date) else value.isoformat())
+            if moment is not None:
+                return moment
+        return self.updated
 
     def turns(self) -> list[Message]:
         """What recall and context packing see: the messages, else the paragraphs of a foreign layout."""
@@ -349,14 +362,31 @@ def parse_session(rel_path: str, data: bytes) -> Session:
     preamble, messages = _parse_body(doc.lines, doc.body_start)
     session = _session_from(doc.frontmatter, rel_path, preamble, messages)
     if not messages:
-        session.text_turns = _paragraph_turns(session.session_id, doc.lines, doc.body_start)
+        session.header, session.text_turns = _paragraph_turns(session.session_id, doc.lines, doc.body_start)
     return session
 
 
-def _paragraph_turns(session_id: str, lines: list[str], start: int) -> list[Message]:
-    """Blank-line separated paragraphs (headings left out) as turns with their exact line ranges."""
+def _paragraph_turns(session_id: str, lines: list[str], start: int) -> tuple[str, list[Message]]:
+    """The header (title, date line: see `header.py`) and the blank-line separated paragraphs after
+    it (headings left out) as turns with their exact line ranges."""
+    paragraphs = _paragraphs(lines, start)
+    skip = header_length([text for _, _, text in paragraphs])
+    header = "\n\n".join(text for _, _, text in paragraphs[:skip])
     turns: list[Message] = []
     seen: dict[str, int] = {}
+    for first, last, text in paragraphs[skip:]:
+        if text.lstrip().startswith("#") and first == last:
+            continue
+        seen[text] = seen.get(text, 0) + 1
+        turn = new_message(session_id, "user", None, text, occurrence=seen[text])
+        turn.start_line, turn.end_line = first, last
+        turns.append(turn)
+    return header, turns
+
+
+def _paragraphs(lines: list[str], start: int) -> list[tuple[int, int, str]]:
+    """(first line, last line, text) of each blank-line separated paragraph; lines are 1-based."""
+    found: list[tuple[int, int, str]] = []
     index = start
     while index < len(lines):
         if not lines[index].strip():
@@ -365,14 +395,8 @@ def _paragraph_turns(session_id: str, lines: list[str], start: int) -> list[Mess
         first = index
         while index < len(lines) and lines[index].strip():
             index += 1
-        text = "\n".join(lines[first:index])
-        if text.lstrip().startswith("#") and index - first == 1:
-            continue
-        seen[text] = seen.get(text, 0) + 1
-        turn = new_message(session_id, "user", None, text, occurrence=seen[text])
-        turn.start_line, turn.end_line = first + 1, index
-        turns.append(turn)
-    return turns
+        found.append((first + 1, index, "\n".join(lines[first:index])))
+    return found
 
 
 def _sections(lines: list[str], start: int) -> list[_Section]:

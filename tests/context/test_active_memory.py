@@ -106,6 +106,11 @@ def test_none_when_nothing_is_evidence(svc: DoryService) -> None:
     res = svc.active_memory(ActiveMemoryRequest(prompt="quantum chromodynamics on a lattice"))
     assert (res.found, res.block, res.evidence, res.synthesis) == (False, "NONE", [], None)
     assert res.dropped_stages == []
+    # Keyword-only: the top hit shares one word ("garden") of the prompt's four: not evidence.
+    one_word = svc.active_memory(ActiveMemoryRequest(prompt="what colour should the garden fence paint be"))
+    assert one_word.block == "NONE", one_word
+    two_words = svc.active_memory(ActiveMemoryRequest(prompt="how many hours of sun do tomatoes want"))
+    assert two_words.found and two_words.evidence[0].path == "knowledge/garden.md", two_words
 
 
 def test_unknown_profile_and_bad_requests_are_refused(svc: DoryService) -> None:

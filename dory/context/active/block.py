@@ -1,7 +1,7 @@
 """Admission and the block: which hits count as evidence, and the compact text an agent reads.
 
 Admission keeps a hit only with real evidence: never a weak hit (no retriever matched it for real), and
-then confidence medium or high, or a strong rank (first in the answer and first for both retrievers). The
+then confidence medium or high, or a strong rank (see `admitted`). The
 block is extractive: its synthesis is the evidence sentence sharing most words with the prompt, followed by
 at most N lines `path:start-end — quote`. Lines that would pass the character cap are left out whole; the
 line saying which stages the deadline dropped is always kept.
@@ -27,14 +27,23 @@ _STOP_TEXT = (
 _STOP = frozenset(_STOP_TEXT.split())
 
 
-def admitted(hit: SearchHit, position: int) -> bool:
-    """Real evidence: not weak, and confident or ranked first by every retriever that ran."""
+def admitted(hit: SearchHit, position: int, vectors_ran: bool, prompt_terms: set[str]) -> bool:
+    """Real evidence: not weak, and confident or holding a strong rank.
+
+    A strong rank is first in the answer and first for both retrievers; when no vector retriever ran
+    (keyword-only search), first for bm25 and sharing at least two of the prompt's words (its only word,
+    for a one-word prompt) in the hit's title, headings and snippet."""
     if hit.weak:
         return False
     if hit.confidence in ("high", "medium"):
         return True
     ranks = hit.explain
-    return position == 1 and ranks is not None and ranks.bm25_rank == 1 and ranks.vector_rank == 1
+    if position != 1 or ranks is None or ranks.bm25_rank != 1:
+        return False
+    if vectors_ran:
+        return ranks.vector_rank == 1
+    shared = terms(" ".join([hit.title, *hit.heading_path, hit.snippet])) & prompt_terms
+    return len(shared) >= min(2, len(prompt_terms))
 
 
 def terms(text: str) -> set[str]:

@@ -100,7 +100,7 @@ def _retrieve(
     if not found.recall_asked:
         clock.skip("session_recall", "the prompt does not ask about recent work")
         return
-    request = SearchRequest(query=query, corpus="sessions", mode="recall", record=False, k=req.max_evidence)
+    request = SearchRequest(query=query, corpus="sessions", mode="recall", record=False, k=req.max_evidence, debug=True)
     recalled = clock.run("session_recall", lambda: deps.search(request))
     if recalled is not None:
         found.sessions = recalled.hits
@@ -125,6 +125,10 @@ def _durable(
 
 def _admit(req: ActiveMemoryRequest, found: _Found) -> list[SearchHit]:
     """Admitted hits, best first: the session turns first when the prompt asked about recent work."""
-    durable = [hit for n, hit in enumerate(found.durable, 1) if block.admitted(hit, n)]
-    sessions = [hit for n, hit in enumerate(found.sessions, 1) if block.admitted(hit, n)]
+    wanted = block.terms(req.prompt)
+    admitted: list[list[SearchHit]] = []
+    for hits in (found.sessions, found.durable):
+        vectors_ran = any(hit.explain is not None and hit.explain.vector_rank is not None for hit in hits)
+        admitted.append([hit for n, hit in enumerate(hits, 1) if block.admitted(hit, n, vectors_ran, wanted)])
+    sessions, durable = admitted
     return (sessions + durable if found.recall_asked else durable)[: req.max_evidence]

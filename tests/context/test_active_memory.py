@@ -5,10 +5,13 @@ prompts, and deadline drops driven by a fake clock (never by real timing)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from dory.config import load_settings
 from dory.context.active.classify import classify
 from dory.context.active.policy import PageMeta, is_personal, policy_for
 from dory.errors import UsageError
@@ -180,3 +183,27 @@ def test_a_dropped_recall_is_named_in_the_block(svc: DoryService) -> None:
     assert res.dropped_stages == ["session_recall"], res.stages
     assert res.found and res.block.endswith("(dropped past the deadline: session_recall)")
     assert res.evidence == full.evidence
+
+
+@pytest.mark.model
+def test_with_the_real_model_coding_still_skips_personal_pages_and_nothing_is_logged(
+    write_corpus: Callable[[dict[str, str | bytes]], Path],
+) -> None:
+    service = DoryService(load_settings(write_corpus(dict(FILES)), env={}))
+    try:
+        assert service.reindex(ReindexRequest()).vectors_pending == 0
+        deadline = 10_000  # the stages' timing is not what this test is about
+        res = service.active_memory(ActiveMemoryRequest(prompt=PROMPT, profile="coding", deadline_ms=deadline))
+        assert res.found and res.evidence[0].path == "projects/billing/state.md", res
+        assert not {e.path for e in res.evidence} & {"people/maya.md", "core/user.md", "notes/friend.md"}
+        unrelated = "zebra stripes on the savannah"
+        none = service.active_memory(ActiveMemoryRequest(prompt=unrelated, deadline_ms=deadline))
+        assert none.block == "NONE", none
+        assert not service.settings.recall_log_path.exists() or _recalled(service) == 0
+    finally:
+        service.close()
+
+
+def _recalled(service: DoryService) -> int:
+    with sqlite3.connect(service.settings.recall_log_path) as conn:
+        return int(conn.execute("SELECT count(*) FROM recall_events").fetchone()[0])

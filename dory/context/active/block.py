@@ -1,7 +1,7 @@
 """Admission and the block: which hits count as evidence, and the compact text an agent reads.
 
 Admission keeps a hit only with real evidence: never a weak hit (no retriever matched it for real), and
-then confidence medium or high, or a strong rank (see `admitted`). The
+then a measure of real overlap with the prompt (see `admitted`). The
 block is extractive: its synthesis is the evidence sentence sharing most words with the prompt, followed by
 at most N lines `path:start-end — quote`. Lines that would pass the character cap are left out whole; the
 line saying which stages the deadline dropped is always kept.
@@ -15,6 +15,7 @@ from dory.models import ActiveEvidence, SearchHit
 
 NONE = "NONE"
 QUOTE_CHARS = 200
+VECTOR_ADMIT = 0.5  # MiniLM cosine between a prompt and a passage that answers it
 SYNTHESIS_CHARS = 280
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w{3,}")
@@ -27,23 +28,22 @@ _STOP_TEXT = (
 _STOP = frozenset(_STOP_TEXT.split())
 
 
-def admitted(hit: SearchHit, position: int, vectors_ran: bool, prompt_terms: set[str]) -> bool:
-    """Real evidence: not weak, and confident or holding a strong rank.
+def admitted(hit: SearchHit, prompt_terms: set[str]) -> bool:
+    """Real evidence: not weak, and one of: durable search's confidence medium or high (its coverage and
+    cosine measures), a cosine of at least VECTOR_ADMIT, or enough of the prompt's words in the hit.
 
-    A strong rank is first in the answer and first for both retrievers; when no vector retriever ran
-    (keyword-only search), first for bm25 and sharing at least two of the prompt's words (its only word,
-    for a one-word prompt) in the hit's title, headings and snippet."""
+    Session recall's confidence says only which hit came first, so a session hit needs the cosine or the
+    words. Enough words: half of the prompt's content words, at least two (one for a one-word prompt)
+    and at most four (a long prompt is not expected to be quoted whole)."""
     if hit.weak:
         return False
-    if hit.confidence in ("high", "medium"):
+    if hit.evidence_class != "session" and hit.confidence in ("high", "medium"):
         return True
-    ranks = hit.explain
-    if position != 1 or ranks is None or ranks.bm25_rank != 1:
-        return False
-    if vectors_ran:
-        return ranks.vector_rank == 1
+    if hit.explain is not None and (hit.explain.vector_score or 0.0) >= VECTOR_ADMIT:
+        return True
     shared = terms(" ".join([hit.title, *hit.heading_path, hit.snippet])) & prompt_terms
-    return len(shared) >= min(2, len(prompt_terms))
+    needed = max(min(2, len(prompt_terms)), min(4, (len(prompt_terms) + 1) // 2))
+    return bool(prompt_terms) and len(shared) >= needed
 
 
 def terms(text: str) -> set[str]:

@@ -91,7 +91,7 @@ def active_memory(req: ActiveMemoryRequest, deps: ActiveDeps) -> ActiveMemoryRes
 def _retrieve(
     req: ActiveMemoryRequest, deps: ActiveDeps, clock: StageClock, policy: SourcePolicy, found: _Found
 ) -> None:
-    query = req.prompt[:QUERY_CHARS]
+    query = _query(req.prompt)
     durable = clock.run("durable_search", lambda: _durable(query, req.max_evidence, deps, policy))
     if durable is not None:
         found.durable, found.excluded, warnings = durable
@@ -125,10 +125,13 @@ def _durable(
 
 def _admit(req: ActiveMemoryRequest, found: _Found) -> list[SearchHit]:
     """Admitted hits, best first: the session turns first when the prompt asked about recent work."""
-    wanted = block.terms(req.prompt)
-    admitted: list[list[SearchHit]] = []
-    for hits in (found.sessions, found.durable):
-        vectors_ran = any(hit.explain is not None and hit.explain.vector_rank is not None for hit in hits)
-        admitted.append([hit for n, hit in enumerate(hits, 1) if block.admitted(hit, n, vectors_ran, wanted)])
-    sessions, durable = admitted
+    wanted = block.terms(_query(req.prompt))
+    sessions = [hit for hit in found.sessions if block.admitted(hit, wanted)]
+    durable = [hit for hit in found.durable if block.admitted(hit, wanted)]
     return (sessions + durable if found.recall_asked else durable)[: req.max_evidence]
+
+
+def _query(prompt: str) -> str:
+    """The prompt without its recent-work phrases ("yesterday", "we did"): they say where to look, not what."""
+    stripped = RECENT_WORK.sub(" ", prompt[:QUERY_CHARS])
+    return stripped if stripped.strip() else prompt[:QUERY_CHARS]

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from dory.config import load_settings
+from dory.context.active.block import render
 from dory.context.active.classify import classify
 from dory.context.active.policy import PageMeta, is_personal, policy_for
 from dory.errors import UsageError
-from dory.models import ActiveMemoryRequest, ReindexRequest, SessionIngestRequest
+from dory.models import ActiveEvidence, ActiveMemoryRequest, ReindexRequest, SessionIngestRequest
 from dory.service import DoryService
 
 FILES = {
@@ -93,7 +94,7 @@ def test_coding_never_quotes_a_personal_page_even_the_best_match(svc: DoryServic
     paths = {e.path for e in res.evidence}
     assert res.found and paths == {"projects/billing/state.md"}, res
     assert not paths & {"people/maya.md", "core/user.md", "notes/friend.md"}
-    assert "people/maya.md (personal page (coding profile))" in res.excluded
+    assert "people/maya.md: personal page (coding profile)" in res.excluded
     assert "Maya prefers" not in res.block and "Lisbon" not in res.block
     assert res.synthesis == "The billing service runs on Postgres 16."
     assert res.block.splitlines()[1].startswith("- projects/billing/state.md:")
@@ -207,3 +208,20 @@ def test_with_the_real_model_coding_still_skips_personal_pages_and_nothing_is_lo
 def _recalled(service: DoryService) -> int:
     with sqlite3.connect(service.settings.recall_log_path) as conn:
         return int(conn.execute("SELECT count(*) FROM recall_events").fetchone()[0])
+
+
+def test_the_block_is_bounded_and_always_names_dropped_stages() -> None:
+    item = ActiveEvidence(
+        path="notes/long.md", start_line=3, end_line=9, quote="x" * 190, confidence="high", source="durable"
+    )
+    text = render("coding", "y" * 500, [item, item, item], ["session_recall"], 200)
+    assert len(text) <= 200
+    assert text.endswith("(dropped past the deadline: session_recall)")
+    assert text.startswith("Memory (coding): yyy") and "notes/long.md" not in text  # a line never half-fits
+    roomy = render("coding", "The answer.", [item, item], [], 1200)
+    assert roomy.splitlines()[1:] == [f"- notes/long.md:3-9 — {'x' * 190}"] * 2
+
+
+def test_max_evidence_bounds_the_lines(svc: DoryService) -> None:
+    res = svc.active_memory(ActiveMemoryRequest(prompt="Postgres billing service", profile="default", max_evidence=1))
+    assert res.found and len(res.evidence) == 1 and len(res.block.splitlines()) == 2

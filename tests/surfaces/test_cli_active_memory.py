@@ -28,7 +28,7 @@ def test_active_memory_prints_the_block_or_none(dory, tmp_path: Path) -> None:
     body = as_json.json()
     assert (body["found"], body["profile"]) == (True, "coding")
     assert [e["path"] for e in body["evidence"]] == ["projects/billing/state.md"]
-    assert body["excluded"] == ["people/maya.md (personal page (coding profile))"]
+    assert body["excluded"] == ["people/maya.md: personal page (coding profile)"]
     plain = dory(*base, "active-memory", PROMPT, "--deadline-ms", "10000")
     assert plain.code == 0 and plain.stdout == body["block"] + "\n", plain
     assert plain.stdout.splitlines() == [

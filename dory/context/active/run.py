@@ -118,8 +118,8 @@ def _durable(
         why = policy.excludes(hit.path, meta.get(hit.path, PageMeta()))
         if why is None:
             kept.append(hit)
-        elif f"{hit.path} ({why})" not in excluded:
-            excluded.append(f"{hit.path} ({why})")
+        elif f"{hit.path}: {why}" not in excluded:
+            excluded.append(f"{hit.path}: {why}")
     return kept, excluded, response.warnings
 
 

@@ -9,7 +9,9 @@ from pydantic import Field, field_validator
 from dory.models.common import _Model
 from dory.models.search import Confidence
 
-ActiveStageName = Literal["profile", "policy", "durable_search", "session_recall", "admission", "block"]
+ActiveStageName = Literal[
+    "profile", "policy", "keyword_search", "durable_search", "session_recall", "admission", "block"
+]
 
 
 class ActiveMemoryRequest(_Model):

@@ -229,7 +229,8 @@ class DoryService:
         """NONE or a compact block of evidence for one prompt, within its deadline (the clock is for tests)."""
         self._require_index()
         meta = lambda paths: page_meta(self.resources.store(), paths)  # noqa: E731
-        deps = ActiveDeps(self.search, meta, profile_names(self.settings.wake), clock)
+        vectors = self.settings.embedder.backend != "none"
+        deps = ActiveDeps(self.search, meta, profile_names(self.settings.wake), vectors, clock)
         return active_memory(req, deps)
 
     # -- link graph --------------------------------------------------------------------------

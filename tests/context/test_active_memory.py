@@ -168,6 +168,7 @@ def test_a_late_stage_is_dropped_and_the_answer_still_returns(
     assert [s.name for s in res.stages] == [
         "profile",
         "policy",
+        "keyword_search",
         "durable_search",
         "session_recall",
         "admission",
@@ -201,6 +202,13 @@ def test_with_the_real_model_coding_still_skips_personal_pages_and_nothing_is_lo
         none = service.active_memory(ActiveMemoryRequest(prompt=unrelated, deadline_ms=deadline))
         assert none.block == "NONE", none
         assert not service.settings.recall_log_path.exists() or _recalled(service) == 0
+        # The hybrid search ends past the deadline (clock readings: start, then begin and end of profile,
+        # policy, keyword search, hybrid search): the keyword hits answer and the block says so.
+        req = ActiveMemoryRequest(prompt=PROMPT, profile="coding")
+        late = service.active_memory(req, clock=FakeClock(8))
+        assert late.dropped_stages == ["durable_search"], late.stages
+        assert late.evidence[0].path == "projects/billing/state.md"
+        assert late.block.endswith("(dropped past the deadline: durable_search)")
     finally:
         service.close()
 

@@ -3,7 +3,9 @@
 1. profile: the given one, or `auto` classified from the prompt (classify.py);
 2. policy: which pages the profile may quote (policy.py);
 3. durable search: hybrid search of durable memory, not logged as recall, over-fetched so the policy can
-   leave pages out;
+   leave pages out. With an embedder, a keyword-only search runs first (a few ms): when the hybrid
+   search runs late (a cold process loads the model on its first query), its keyword hits answer and
+   the block names the dropped hybrid stage;
 4. session recall: the session plane, only when the prompt asks about recent work ("yesterday", "last
    time", "we did", ...); otherwise skipped, which is not a deadline drop;
 5. admission and 6. the block (block.py): what is admitted becomes a synthesis and evidence lines, and
@@ -39,6 +41,7 @@ class ActiveDeps:
     search: Callable[[SearchRequest], SearchResponse]
     page_meta: Callable[[list[str]], dict[str, PageMeta]]
     profiles: Collection[str]
+    vectors: bool  # an embedder is configured: durable search is hybrid, not keyword-only
     clock: Clock = time.monotonic
 
 
@@ -92,7 +95,14 @@ def _retrieve(
     req: ActiveMemoryRequest, deps: ActiveDeps, clock: StageClock, policy: SourcePolicy, found: _Found
 ) -> None:
     query = _query(req.prompt)
-    durable = clock.run("durable_search", lambda: _durable(query, req.max_evidence, deps, policy))
+    if deps.vectors:  # keyword hits first: they stand in when the hybrid search (and its model) runs late
+        keyword = clock.run("keyword_search", lambda: _durable(query, "bm25", req.max_evidence, deps, policy))
+        if keyword is not None:
+            found.durable, found.excluded, _ = keyword
+            clock.note(f"{len(found.durable)} hits within the policy, {len(found.excluded)} left out")
+    else:
+        clock.skip("keyword_search", "the durable search is keyword-only (no embedder)")
+    durable = clock.run("durable_search", lambda: _durable(query, "hybrid", req.max_evidence, deps, policy))
     if durable is not None:
         found.durable, found.excluded, warnings = durable
         found.warnings += warnings
@@ -108,9 +118,9 @@ def _retrieve(
 
 
 def _durable(
-    query: str, wanted: int, deps: ActiveDeps, policy: SourcePolicy
+    query: str, mode: str, wanted: int, deps: ActiveDeps, policy: SourcePolicy
 ) -> tuple[list[SearchHit], list[str], list[str]]:
-    request = SearchRequest(query=query, mode="hybrid", record=False, k=wanted * OVERFETCH, debug=True)
+    request = SearchRequest(query=query, mode=mode, record=False, k=wanted * OVERFETCH, debug=True)
     response = deps.search(request)
     meta = deps.page_meta(sorted({hit.path for hit in response.hits}))
     kept, excluded = [], []

@@ -50,6 +50,7 @@ def conversation_service(root: Path, conv: str, model: bool) -> DoryService:
     started = time.monotonic()
     res = svc.reindex(ReindexRequest())
     print(f"{conv}: {res.sessions_indexed} transcripts indexed in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    svc.search(SearchRequest(query="warm up", corpus="all", record=False))  # load the model before timing
     return svc
 
 
@@ -113,6 +114,10 @@ def run(conversations: int, limit: int, model: bool, deadline_ms: int, n: int) -
             "none_on_positives": share(pos, lambda r: r["none"]),
             "none_on_negatives": share(neg, lambda r: r["none"]),
             "any_stage_dropped": share(pos + neg, lambda r: bool(r["dropped"])),
+            "dropped": {
+                stage: share(pos + neg, lambda r, stage=stage: stage in r["dropped"])
+                for stage in sorted({s for r in pos + neg for s in r["dropped"]})
+            },
             "ms_p50": round(ms[len(ms) // 2], 1) if ms else None,
             "ms_max": round(ms[-1], 1) if ms else None,
         },
@@ -145,7 +150,7 @@ def main() -> None:
     print(
         f"  active memory  evidence in block {a['evidence_in_block']:.3f}  NONE on positives "
         f"{a['none_on_positives']:.3f}  NONE on negatives {a['none_on_negatives']:.3f}  "
-        f"dropped {a['any_stage_dropped']:.3f}  p50 {a['ms_p50']} ms  max {a['ms_max']} ms"
+        f"dropped {a['any_stage_dropped']:.3f} {a['dropped']}  p50 {a['ms_p50']} ms  max {a['ms_max']} ms"
     )
     print(
         f"  recall top-N   evidence in top   {b['evidence_in_top']:.3f}  empty on positives "

@@ -8,6 +8,13 @@ works for every one of them.
 
 from __future__ import annotations
 
+from dory.models.active import (
+    ActiveEvidence,
+    ActiveMemoryRequest,
+    ActiveMemoryResponse,
+    ActiveStage,
+    ActiveStageName,
+)
 from dory.models.auth import (
     TokenCreated,
     TokenCreateRequest,
@@ -121,6 +128,11 @@ __all__ = [
     "MAX_INGEST_BYTES",
     "MAX_REQUEST_CHARS",
     "MODE_ALIASES",
+    "ActiveEvidence",
+    "ActiveMemoryRequest",
+    "ActiveMemoryResponse",
+    "ActiveStage",
+    "ActiveStageName",
     "ArchivedRange",
     "BrokenLink",
     "CaptureRoot",

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from dory.config import Settings
+from dory.context.active import ActiveDeps, active_memory
 from dory.context.wake import RecentSession, build_wake
+from dory.context.wake.profiles import profile_names
 from dory.corpora import UserConfig
 from dory.corpus.paths import normalize_rel
 from dory.corpus.roots import check_writable, output_root
@@ -34,6 +36,8 @@ from dory.memory import graph
 from dory.memory.exact import ExactWriter
 from dory.memory.proposals import ProposalStore
 from dory.models import (
+    ActiveMemoryRequest,
+    ActiveMemoryResponse,
     EvalRequest,
     EvalResponse,
     GetRequest,
@@ -70,6 +74,7 @@ from dory.search.evaluate import run_eval
 from dory.search.recall_log import record_quietly
 from dory.search.semantic import LiveVectors
 from dory.service import control
+from dory.service.active import page_meta
 from dory.service.context import ContextService
 from dory.service.freshness import current_generation, wait_for_generation
 from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
@@ -217,6 +222,16 @@ class DoryService:
             ]
         count = self.resources.token_counter().count
         return build_wake(self.settings.corpus, self.settings.wake, req, count, recent)
+
+    def active_memory(
+        self, req: ActiveMemoryRequest, clock: Callable[[], float] = time.monotonic
+    ) -> ActiveMemoryResponse:
+        """NONE or a compact block of evidence for one prompt, within its deadline (the clock is for tests)."""
+        self._require_index()
+        meta = lambda paths: page_meta(self.resources.store(), paths)  # noqa: E731
+        vectors = self.settings.embedder.backend != "none"
+        deps = ActiveDeps(self.search, meta, profile_names(self.settings.wake), vectors, clock)
+        return active_memory(req, deps)
 
     # -- link graph --------------------------------------------------------------------------
     def links(self, req: LinkRequest) -> LinkResponse:

@@ -63,6 +63,35 @@ def wake(
     return res.model_dump(mode="json"), lambda: res.block
 
 
+@click.command("active-memory")
+@click.argument("prompt")
+@click.option(
+    "--profile",
+    default="auto",
+    show_default=True,
+    help="auto (classified from the prompt) or a wake profile: default, coding, writing, privacy, casual",
+)
+@click.option("--deadline-ms", type=int, default=800, show_default=True, help="answer within this many milliseconds")
+@click.option("--max-evidence", type=int, default=3, show_default=True, help="evidence lines at most (1-8)")
+@click.option("--max-chars", type=int, default=1200, show_default=True, help="character cap of the block")
+@click.pass_context
+@command
+def active_memory(
+    ctx: click.Context, prompt: str, profile: str, deadline_ms: int, max_evidence: int, max_chars: int
+) -> Result:
+    """NONE, or a compact block of evidence from memory for one prompt (synthesis plus `path:lines — quote`),
+    within the deadline; stages that run late are dropped and the block says so. Coding never quotes personal
+    pages."""
+    from dory.models import ActiveMemoryRequest  # pydantic models: loaded only when a command runs
+
+    req = ActiveMemoryRequest(
+        prompt=prompt, profile=profile, deadline_ms=deadline_ms, max_evidence=max_evidence, max_chars=max_chars
+    )
+    with service(ctx) as svc:
+        res = svc.active_memory(req)
+    return res.model_dump(mode="json"), lambda: res.block
+
+
 @click.group()
 def context() -> None:
     """What a long-running agent's model should see next: pack, remind, mark."""
@@ -166,4 +195,4 @@ def mark(ctx: click.Context, message_id: str, weight: float, session: str | None
     return res.model_dump(mode="json"), lambda: f"{res.id} weight {res.weight:g} ({res.path})"
 
 
-COMMANDS: list[click.Command] = [wake, context]
+COMMANDS: list[click.Command] = [wake, active_memory, context]

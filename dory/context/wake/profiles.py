@@ -68,3 +68,8 @@ def _resolve_profile(settings: WakeSettings, name: str) -> WakeProfile:
             f"unknown wake profile {name!r}; known profiles: {', '.join(known)}", profile=name, known=known
         )
     return profiles[name]
+
+
+def profile_names(settings: WakeSettings) -> list[str]:
+    """The built-in profiles and those dory.toml defines (active memory takes the same names)."""
+    return sorted({*BUILTIN_PROFILES, *settings.profiles})

@@ -16,6 +16,8 @@ from pydantic import BaseModel
 
 from dory.errors import BackendUnavailable, DoryError, UsageError, error_from_dict
 from dory.models import (
+    ActiveMemoryRequest,
+    ActiveMemoryResponse,
     CompactRequest,
     CompactResponse,
     ContextPackRequest,
@@ -194,6 +196,9 @@ class RemoteService:
 
     def wake(self, req: WakeRequest) -> WakeResponse:
         return self.remote.call("POST", "/v1/wake", WakeResponse, req)
+
+    def active_memory(self, req: ActiveMemoryRequest) -> ActiveMemoryResponse:
+        return self.remote.call("POST", "/v1/active-memory", ActiveMemoryResponse, req)
 
     def links(self, req: LinkRequest) -> LinkResponse:
         return self.remote.call("POST", "/v1/links", LinkResponse, req)

@@ -1,4 +1,4 @@
-"""`/v1` reads: search, notes, wake, links, proposals, sessions, context packing, status and jobs.
+"""`/v1` reads: search, notes, wake, active memory, links, proposals, sessions, context packing, status and jobs.
 
 Each route is the twin of a service call: the request body is the service's request model and the
 answer its response model, as the CLI's `--json` prints them. Every read takes the freshness
@@ -13,6 +13,8 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import ConfigDict
 
 from dory.models import (
+    ActiveMemoryRequest,
+    ActiveMemoryResponse,
     ContextPackRequest,
     ContextPackResponse,
     GetRequest,
@@ -99,6 +101,14 @@ async def get_note(
 @router.post("/wake", responses=FRESH, summary="The frozen block for the start of an agent session")
 async def wake(req: WakeRequest, request: Request, who: Reader, generation: Fresh) -> WakeResponse:
     result: WakeResponse = await request.app.state.limits.run(_service(request).wake, req)
+    return result
+
+
+@router.post("/active-memory", responses=FRESH, summary="NONE or a compact block of evidence for one prompt")
+async def active_memory(
+    req: ActiveMemoryRequest, request: Request, who: Reader, generation: Fresh
+) -> ActiveMemoryResponse:
+    result: ActiveMemoryResponse = await request.app.state.limits.run(_service(request).active_memory, req)
     return result
 
 

@@ -19,6 +19,8 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from dory.models import (
+    ActiveMemoryRequest,
+    ActiveMemoryResponse,
     GetRequest,
     GetResponse,
     LinkRequest,
@@ -183,6 +185,19 @@ TOOLS: list[ToolSpec] = [
         WakeResponse,
         "read",
         lambda svc, req: svc.wake(req),
+        lambda res: res.block,
+    ),
+    ToolSpec(
+        "active_memory",
+        "Memory for this prompt",
+        "Before answering a prompt that may depend on what the user's memory holds: NONE, or a short block "
+        "with a one-line synthesis and at most a few evidence lines (path:lines — quote), within a deadline. "
+        "profile auto picks coding, writing or default from the prompt; coding never quotes personal pages. "
+        "Past sessions are searched only when the prompt asks about recent work.",
+        ActiveMemoryRequest,
+        ActiveMemoryResponse,
+        "read",
+        lambda svc, req: svc.active_memory(req),
         lambda res: res.block,
     ),
     ToolSpec(

@@ -38,6 +38,9 @@ def test_search_get_and_write_through_the_server_answer_like_the_local_cli(
     found = client(dory_cmd, tmp_path, env, "search", "quokka", "--mode", "bm25")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)["hits"]] == ["notes/alpha.md"]
+    active = client(dory_cmd, tmp_path, env, "active-memory", "where does the quokka live?", "--deadline-ms", "10000")
+    assert active.returncode == 0, active.stderr
+    assert [e["path"] for e in json.loads(active.stdout)["evidence"]] == ["notes/alpha.md"]
     wrote = client(dory_cmd, tmp_path, env, "write", "notes/from-client.md", "--content", "# C\n\nplatypus\n")
     assert wrote.returncode == 0, wrote.stderr
     assert (running.root / "notes/from-client.md").read_text(encoding="utf-8").endswith("# C\n\nplatypus\n")

@@ -23,6 +23,7 @@ TOOLS = {
     "write": (False, True),
     "memory_write": (False, False),
     "wake": (True, False),
+    "active_memory": (True, False),
     "recall": (True, False),
     "link": (True, False),
     "proposals_list": (True, False),
@@ -90,6 +91,10 @@ def test_the_tools_their_hints_schemas_and_every_call(corpus: Path, dory_cmd: li
             )
             assert not remembered.is_error, remembered.content
             assert "block" in (await mcp.call_tool("wake", {})).structured_content
+            active = await mcp.call_tool(
+                "active_memory", {"prompt": "where does the quokka live?", "deadline_ms": 10000}
+            )
+            assert active.structured_content["evidence"][0]["path"] == "notes/alpha.md", active.content
             links = await mcp.call_tool("link", {"path": "notes/alpha.md", "direction": "out"})
             assert [e["target"] for e in links.structured_content["edges"]] == ["notes/beta.md"]
             transcript = '{"type": "user", "content": "remember the quokka", "timestamp": "2026-11-20T10:00:00Z"}\n'

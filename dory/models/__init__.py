@@ -83,6 +83,14 @@ from dory.models.migrate import (
     MigrationRunsResponse,
 )
 from dory.models.notes import GetRequest, GetResponse, WriteKind, WriteRequest, WriteResponse
+from dory.models.research import (
+    AnswerMethod,
+    DroppedCitation,
+    ResearchCitation,
+    ResearchEvidence,
+    ResearchRequest,
+    ResearchResponse,
+)
 from dory.models.search import (
     Confidence,
     EvidenceClass,
@@ -121,6 +129,7 @@ __all__ = [
     "MAX_INGEST_BYTES",
     "MAX_REQUEST_CHARS",
     "MODE_ALIASES",
+    "AnswerMethod",
     "ArchivedRange",
     "BrokenLink",
     "CaptureRoot",
@@ -133,6 +142,7 @@ __all__ = [
     "ContextPackRequest",
     "ContextPackResponse",
     "DaemonStatus",
+    "DroppedCitation",
     "EmbeddingProgress",
     "EntityRef",
     "EvalModeResult",
@@ -190,6 +200,10 @@ __all__ = [
     "RemindItem",
     "RemindRequest",
     "RemindResponse",
+    "ResearchCitation",
+    "ResearchEvidence",
+    "ResearchRequest",
+    "ResearchResponse",
     "Scope",
     "SearchCorpus",
     "SearchHit",

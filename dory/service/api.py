@@ -56,6 +56,8 @@ from dory.models import (
     ProposalStatus,
     ReindexRequest,
     ReindexResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchMode,
     SearchRequest,
     SearchResponse,
@@ -76,6 +78,7 @@ from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
 from dory.service.migrate import MigrateService
 from dory.service.notes import read_note
 from dory.service.owner import IndexOwner, local_ownership, sweep_writable
+from dory.service.research import Researcher
 from dory.service.resources import Resources
 from dory.service.session_deps import SessionDeps
 from dory.service.sessions import SessionService
@@ -217,6 +220,11 @@ class DoryService:
             ]
         count = self.resources.token_counter().count
         return build_wake(self.settings.corpus, self.settings.wake, req, count, recent)
+
+    def research(self, req: ResearchRequest) -> ResearchResponse:
+        """A question answered from cited evidence (hybrid search, then the exact lines); --save writes it."""
+        self._require_index()
+        return Researcher(self.settings, self.search, self.get, self.write).run(req)
 
     # -- link graph --------------------------------------------------------------------------
     def links(self, req: LinkRequest) -> LinkResponse:

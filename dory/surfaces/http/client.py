@@ -47,6 +47,8 @@ from dory.models import (
     ReindexResponse,
     RemindRequest,
     RemindResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchRequest,
     SearchResponse,
     SessionExportResponse,
@@ -191,6 +193,9 @@ class RemoteService:
 
     def status(self) -> StatusResponse:
         return self.remote.call("GET", "/v1/status", StatusResponse)
+
+    def research(self, req: ResearchRequest) -> ResearchResponse:
+        return self.remote.call("POST", "/v1/research", ResearchResponse, req)
 
     def wake(self, req: WakeRequest) -> WakeResponse:
         return self.remote.call("POST", "/v1/wake", WakeResponse, req)

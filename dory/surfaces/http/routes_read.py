@@ -27,6 +27,8 @@ from dory.models import (
     ProposalStatus,
     RemindRequest,
     RemindResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchRequest,
     SearchResponse,
     SessionExportResponse,
@@ -68,6 +70,18 @@ def _service(request: Request) -> DoryService:
 async def search(req: SearchRequest, request: Request, who: Reader, generation: Fresh) -> SearchResponse:
     expensive = req.mode in ("vector", "hybrid", "recall")
     result: SearchResponse = await request.app.state.limits.run(_service(request).search, req, expensive=expensive)
+    return result
+
+
+@router.post(
+    "/research",
+    responses=FRESH_ONE,
+    summary="A question answered from cited evidence; save: true writes it under references/research/ (write scope)",
+)
+async def research(req: ResearchRequest, request: Request, who: Reader, generation: Fresh) -> ResearchResponse:
+    if req.save:  # a read that may also write: saving needs what a write needs
+        who.require("write")
+    result: ResearchResponse = await request.app.state.limits.run(_service(request).research, req, expensive=True)
     return result
 
 

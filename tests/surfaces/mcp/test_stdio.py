@@ -24,6 +24,7 @@ TOOLS = {
     "memory_write": (False, False),
     "wake": (True, False),
     "recall": (True, False),
+    "research": (True, False),
     "link": (True, False),
     "proposals_list": (True, False),
     "proposal_apply": (False, False),

@@ -14,7 +14,9 @@ AnswerMethod = Literal["llm", "extractive", "none"]
 class ResearchRequest(_Model):
     question: str = Field(..., min_length=1, max_length=2000)
     k: int = Field(5, ge=1, le=20, description="how many search hits become evidence")
-    mode: Literal["hybrid", "bm25", "vector"] = Field("hybrid", description="the search that finds the evidence")
+    mode: Literal["hybrid", "bm25"] = Field(
+        "hybrid", description="the search that finds the evidence (hybrid uses vectors when there are some)"
+    )
     llm: bool = Field(True, description="let the configured [llm] write the answer (false: extractive)")
     save: bool = Field(False, description="write the artifact to references/research/<date>-<slug>.md")
 

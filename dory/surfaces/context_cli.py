@@ -172,10 +172,10 @@ def mark(ctx: click.Context, message_id: str, weight: float, session: str | None
 @click.option(
     "-m",
     "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
+    type=click.Choice(["hybrid", "bm25"]),
     default="hybrid",
     show_default=True,
-    help="the search that finds the evidence",
+    help="the search that finds the evidence (hybrid uses vectors when there are some)",
 )
 @click.option("--no-llm", is_flag=True, help="extract the answer even when [llm] is configured")
 @click.option("--save", is_flag=True, help="write it to references/research/<date>-<slug>.md (a clash gets a suffix)")

@@ -195,7 +195,8 @@ class RemoteService:
         return self.remote.call("GET", "/v1/status", StatusResponse)
 
     def research(self, req: ResearchRequest) -> ResearchResponse:
-        return self.remote.call("POST", "/v1/research", ResearchResponse, req)
+        route = "/v1/research/save" if req.save else "/v1/research"
+        return self.remote.call("POST", route, ResearchResponse, req)
 
     def wake(self, req: WakeRequest) -> WakeResponse:
         return self.remote.call("POST", "/v1/wake", WakeResponse, req)

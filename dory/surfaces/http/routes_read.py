@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import ConfigDict
 
+from dory.errors import UsageError
 from dory.models import (
     ContextPackRequest,
     ContextPackResponse,
@@ -73,14 +74,10 @@ async def search(req: SearchRequest, request: Request, who: Reader, generation: 
     return result
 
 
-@router.post(
-    "/research",
-    responses=FRESH_ONE,
-    summary="A question answered from cited evidence; save: true writes it under references/research/ (write scope)",
-)
+@router.post("/research", responses=FRESH, summary="A question answered from cited evidence (never saved here)")
 async def research(req: ResearchRequest, request: Request, who: Reader, generation: Fresh) -> ResearchResponse:
-    if req.save:  # a read that may also write: saving needs what a write needs
-        who.require("write")
+    if req.save:  # every route has one scope: saving is a write, on its own route
+        raise UsageError("save: true is a write: POST it to /v1/research/save (write scope)")
     result: ResearchResponse = await request.app.state.limits.run(_service(request).research, req, expensive=True)
     return result
 

@@ -97,3 +97,18 @@ def test_artifact_names_are_dated_slugs_with_a_suffix_after_the_first() -> None:
     )
     assert research.artifact_name("2026-11-26", "Why?", 2) == "references/research/2026-11-26-why-2.md"
     assert research.artifact_name("2026-11-26", "???", 1) == "references/research/2026-11-26-question.md"
+
+
+def test_a_lower_hit_needs_more_shared_terms_to_come_first() -> None:
+    """RANK_PENALTY 0.5: one place lower costs half a term, two places a whole one (then the better hit wins)."""
+
+    def passage(rank: int, text: str) -> Passage:
+        return Passage(f"notes/{rank}.md", str(rank), 1, 1, [text], 1, 1.0)
+
+    top = passage(0, "Alpha beta here.")
+    second = passage(1, "Alpha beta gamma here.")
+    third = passage(2, "Alpha beta gamma there.")
+    answer, _ = research.extractive_answer("alpha beta gamma", [top, second])
+    assert answer.startswith("Alpha beta gamma here. [notes/1.md:1-1]")
+    answer, _ = research.extractive_answer("alpha beta gamma", [top, passage(1, "Unrelated words."), third])
+    assert answer.startswith("Alpha beta here. [notes/0.md:1-1] Alpha beta gamma there.")

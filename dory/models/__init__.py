@@ -90,6 +90,14 @@ from dory.models.migrate import (
     MigrationRunsResponse,
 )
 from dory.models.notes import GetRequest, GetResponse, WriteKind, WriteRequest, WriteResponse
+from dory.models.research import (
+    AnswerMethod,
+    DroppedCitation,
+    ResearchCitation,
+    ResearchEvidence,
+    ResearchRequest,
+    ResearchResponse,
+)
 from dory.models.search import (
     Confidence,
     EvidenceClass,
@@ -133,6 +141,7 @@ __all__ = [
     "ActiveMemoryResponse",
     "ActiveStage",
     "ActiveStageName",
+    "AnswerMethod",
     "ArchivedRange",
     "BrokenLink",
     "CaptureRoot",
@@ -145,6 +154,7 @@ __all__ = [
     "ContextPackRequest",
     "ContextPackResponse",
     "DaemonStatus",
+    "DroppedCitation",
     "EmbeddingProgress",
     "EntityRef",
     "EvalModeResult",
@@ -202,6 +212,10 @@ __all__ = [
     "RemindItem",
     "RemindRequest",
     "RemindResponse",
+    "ResearchCitation",
+    "ResearchEvidence",
+    "ResearchRequest",
+    "ResearchResponse",
     "Scope",
     "SearchCorpus",
     "SearchHit",

@@ -60,6 +60,8 @@ from dory.models import (
     ProposalStatus,
     ReindexRequest,
     ReindexResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchMode,
     SearchRequest,
     SearchResponse,
@@ -81,6 +83,7 @@ from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
 from dory.service.migrate import MigrateService
 from dory.service.notes import read_note
 from dory.service.owner import IndexOwner, local_ownership, sweep_writable
+from dory.service.research import Researcher
 from dory.service.resources import Resources
 from dory.service.session_deps import SessionDeps
 from dory.service.sessions import SessionService
@@ -232,6 +235,11 @@ class DoryService:
         vectors = self.settings.embedder.backend != "none"
         deps = ActiveDeps(self.search, meta, profile_names(self.settings.wake), vectors, clock)
         return active_memory(req, deps)
+
+    def research(self, req: ResearchRequest) -> ResearchResponse:
+        """A question answered from cited evidence (hybrid search, then the exact lines); --save writes it."""
+        self._require_index()
+        return Researcher(self.settings, self.search, self.get, self.write).run(req)
 
     # -- link graph --------------------------------------------------------------------------
     def links(self, req: LinkRequest) -> LinkResponse:

@@ -195,4 +195,33 @@ def mark(ctx: click.Context, message_id: str, weight: float, session: str | None
     return res.model_dump(mode="json"), lambda: f"{res.id} weight {res.weight:g} ({res.path})"
 
 
-COMMANDS: list[click.Command] = [wake, active_memory, context]
+@click.command()
+@click.argument("question")
+@click.option("-k", "--limit", "k", default=5, show_default=True, type=int, help="search hits used as evidence (1-20)")
+@click.option(
+    "-m",
+    "--mode",
+    type=click.Choice(["hybrid", "bm25"]),
+    default="hybrid",
+    show_default=True,
+    help="the search that finds the evidence (hybrid uses vectors when there are some)",
+)
+@click.option("--no-llm", is_flag=True, help="extract the answer even when [llm] is configured")
+@click.option("--save", is_flag=True, help="write it to references/research/<date>-<slug>.md (a clash gets a suffix)")
+@click.pass_context
+@command
+def research(ctx: click.Context, question: str, k: int, mode: str, no_llm: bool, save: bool) -> Result:
+    """Answer QUESTION from the corpus with cited evidence: Question, Answer, Evidence, Sources.
+
+    Without an LLM the answer is the evidence sentences sharing most words with the question; with one,
+    a citation that is not a real path and line range of the evidence is dropped and reported. With no
+    evidence the answer says so, and --save refuses (exit 3)."""
+    from dory.models import ResearchRequest  # pydantic models: loaded only when a command runs
+
+    req = ResearchRequest(question=question, k=k, mode=mode, llm=not no_llm, save=save)
+    with service(ctx) as svc:
+        res = svc.research(req)
+    return res.model_dump(mode="json"), lambda: render.research(res)
+
+
+COMMANDS: list[click.Command] = [wake, active_memory, research, context]

@@ -14,7 +14,7 @@ from dory.surfaces.clikit import emit_error
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning")
 @click.pass_context
 def mcp(ctx: click.Context, log_level: str) -> None:
-    """Serve the MCP tools (search, get, write, memory_write, wake, recall, link, proposals, session_ingest)
+    """Serve the MCP tools (search, get, write, memory_write, wake, recall, research, link, proposals, session_ingest)
     over stdio. stdout carries only the protocol; logs go to stderr. Writes go to the running daemon, or
     are made here under the index lock."""
     from dory.daemon.process import setup_logging

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the models are only annotations here: rendering must not lo
         ProposalListResponse,
         ReindexResponse,
         RemindResponse,
+        ResearchResponse,
         SearchResponse,
         SessionImportResponse,
         SessionInfo,
@@ -67,6 +68,14 @@ def search(res: SearchResponse) -> str:
                 f"    score {e.final:.5f} = fused × policy {e.policy_factor} {e.policy_rules}; "
                 f"bm25 #{e.bm25_rank} ({e.bm25_score}), vector #{e.vector_rank} ({e.vector_score})"
             )
+    return "\n".join(out)
+
+
+def research(res: ResearchResponse) -> str:
+    out = [f"! {w}" for w in res.warnings]
+    out.append(res.markdown.rstrip("\n"))
+    if res.saved:
+        out.append(f"\nsaved to {res.saved}")
     return "\n".join(out)
 
 

@@ -28,6 +28,7 @@ FEATURES: dict[str, list[str]] = {
     "dory ops run daily-digest": ["ops", "run", "daily-digest", "--period", "2026-11-20"],
     "dory sessions compact ID": ["sessions", "compact", "5b6f"],
     "dory migrate SRC --llm": ["migrate", "{vault}", "--llm"],
+    "dory research QUESTION": ["research", "Who waters the tomatoes?", "-m", "bm25"],  # after migrate: evidence
 }
 
 

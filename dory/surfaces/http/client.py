@@ -49,6 +49,8 @@ from dory.models import (
     ReindexResponse,
     RemindRequest,
     RemindResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchRequest,
     SearchResponse,
     SessionExportResponse,
@@ -193,6 +195,10 @@ class RemoteService:
 
     def status(self) -> StatusResponse:
         return self.remote.call("GET", "/v1/status", StatusResponse)
+
+    def research(self, req: ResearchRequest) -> ResearchResponse:
+        route = "/v1/research/save" if req.save else "/v1/research"
+        return self.remote.call("POST", route, ResearchResponse, req)
 
     def wake(self, req: WakeRequest) -> WakeResponse:
         return self.remote.call("POST", "/v1/wake", WakeResponse, req)

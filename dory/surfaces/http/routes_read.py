@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import ConfigDict
 
+from dory.errors import UsageError
 from dory.models import (
     ActiveMemoryRequest,
     ActiveMemoryResponse,
@@ -29,6 +30,8 @@ from dory.models import (
     ProposalStatus,
     RemindRequest,
     RemindResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchRequest,
     SearchResponse,
     SessionExportResponse,
@@ -70,6 +73,14 @@ def _service(request: Request) -> DoryService:
 async def search(req: SearchRequest, request: Request, who: Reader, generation: Fresh) -> SearchResponse:
     expensive = req.mode in ("vector", "hybrid", "recall")
     result: SearchResponse = await request.app.state.limits.run(_service(request).search, req, expensive=expensive)
+    return result
+
+
+@router.post("/research", responses=FRESH, summary="A question answered from cited evidence (never saved here)")
+async def research(req: ResearchRequest, request: Request, who: Reader, generation: Fresh) -> ResearchResponse:
+    if req.save:  # every route has one scope: saving is a write, on its own route
+        raise UsageError("save: true is a write: POST it to /v1/research/save (write scope)")
+    result: ResearchResponse = await request.app.state.limits.run(_service(request).research, req, expensive=True)
     return result
 
 

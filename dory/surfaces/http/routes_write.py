@@ -28,6 +28,8 @@ from dory.models import (
     ProposalCreateRequest,
     ProposalCreateResponse,
     ProposalDecision,
+    ResearchRequest,
+    ResearchResponse,
     SessionInfo,
     SessionIngestRequest,
     SessionIngestResponse,
@@ -182,4 +184,12 @@ async def session_flush(req: FlushRequest, request: Request, response: Response,
 async def context_mark(req: MarkRequest, request: Request, response: Response, who: SessionWriter) -> MarkResponse:
     result: MarkResponse = await request.app.state.limits.run(_service(request).context.mark, req)
     await _done(request, response, "session", result.model_dump(mode="json"))
+    return result
+
+
+@router.post("/research/save", summary="Research a question and save it under references/research/ (a new note)")
+async def research_save(req: ResearchRequest, request: Request, response: Response, who: Writer) -> ResearchResponse:
+    req = req.model_copy(update={"save": True})
+    result: ResearchResponse = await request.app.state.limits.run(_service(request).research, req, expensive=True)
+    await _done(request, response, "research", {"path": result.saved})
     return result

@@ -31,6 +31,8 @@ from dory.models import (
     ProposalDecision,
     ProposalListRequest,
     ProposalListResponse,
+    ResearchRequest,
+    ResearchResponse,
     SearchRequest,
     SearchResponse,
     SessionIngestRequest,
@@ -211,6 +213,20 @@ TOOLS: list[ToolSpec] = [
         lambda svc, req: svc.search(req),
         _hits,
         fixed={"mode": "recall", "corpus": "sessions"},
+    ),
+    ToolSpec(
+        "research",
+        "Research a question",
+        "Answer a question from the user's memory with cited evidence: the best search hits are read and the "
+        "answer cites each claim as [path:start-end] (written by the configured LLM, else the evidence's best "
+        "sentences; citations that do not resolve are dropped and listed). Returns the answer, the evidence "
+        "with quotes, the sources and a markdown artifact. Never saves (use `write` to keep it).",
+        ResearchRequest,
+        ResearchResponse,
+        "read",
+        lambda svc, req: svc.research(req),
+        lambda res: res.markdown,
+        fixed={"save": False},
     ),
     ToolSpec(
         "link",

@@ -48,6 +48,19 @@ def test_search_get_and_write_through_the_server_answer_like_the_local_cli(
     assert json.loads(got.stdout)["hash"] == json.loads(wrote.stdout)["hash"]
 
 
+def test_research_through_the_server_reads_and_saves(
+    server: tuple[ServerProcess, str], dory_cmd: list[str], tmp_path: Path
+) -> None:
+    running, token = server
+    env = daemon_env(DORY_URL=running.url, DORY_TOKEN=token)
+    answered = client(dory_cmd, tmp_path, env, "research", "where is the quokka?", "-m", "bm25")
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["answer"] == "the quokka lives on an island [notes/alpha.md:3-3]"
+    saved = client(dory_cmd, tmp_path, env, "research", "where is the quokka?", "-m", "bm25", "--save")
+    assert saved.returncode == 0, saved.stderr
+    assert (running.root / json.loads(saved.stdout)["saved"]).is_file()
+
+
 def test_errors_through_the_server_keep_their_codes_and_exit_codes(
     server: tuple[ServerProcess, str], dory_cmd: list[str], tmp_path: Path
 ) -> None:

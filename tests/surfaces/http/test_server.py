@@ -77,6 +77,27 @@ def test_a_write_answers_with_its_generation_and_a_search_at_it_finds_the_write(
         assert [h["path"] for h in hits.json()["hits"]] == ["notes/new.md"]
 
 
+def test_research_reads_for_a_reader_and_saves_only_for_a_writer(
+    served: tuple[ServerProcess, dict], as_: Callable[..., httpx.Client]
+) -> None:
+    question = {"question": "where does the quokka live?", "mode": "bm25"}
+    with as_("reader") as http:
+        read = http.post("/v1/research", json=question)
+        assert read.status_code == 200, read.text
+        assert read.json()["answer"] == "the quokka lives on an island [notes/alpha.md:3-3]"
+        refused = http.post("/v1/research/save", json=question)
+        assert refused.status_code == 403 and error_code(refused) == "forbidden"
+        wrong_route = http.post("/v1/research", json={**question, "save": True})
+        assert wrong_route.status_code == 400 and error_code(wrong_route) == "usage_error"
+        assert not (root_of(served) / "references/research").exists()
+    with as_("writer") as http:
+        saved = http.post("/v1/research/save", json=question)
+        assert saved.status_code == 200, saved.text
+        assert (root_of(served) / saved.json()["saved"]).read_text().count("## ") == 4
+        nothing = http.post("/v1/research/save", json={"question": "zebra xylophone", "mode": "bm25"})
+        assert nothing.status_code == 404 and error_code(nothing) == "not_found"
+
+
 # -- every refusal, with its code, and nothing damaged ----------------------------------------------
 
 

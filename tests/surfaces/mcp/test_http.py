@@ -20,7 +20,7 @@ from mcp.types import INVALID_PARAMS
 from support.daemon import daemon_env
 from support.server import ServerProcess, cli
 
-READ_TOOLS = {"search", "get", "wake", "active_memory", "recall", "link", "proposals_list"}
+READ_TOOLS = {"search", "get", "wake", "active_memory", "recall", "research", "link", "proposals_list"}
 
 
 @pytest.fixture(scope="module")

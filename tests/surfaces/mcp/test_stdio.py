@@ -25,6 +25,7 @@ TOOLS = {
     "wake": (True, False),
     "active_memory": (True, False),
     "recall": (True, False),
+    "research": (True, False),
     "link": (True, False),
     "proposals_list": (True, False),
     "proposal_apply": (False, False),

@@ -212,7 +212,10 @@ class Daemon:
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        return self.run(lambda: f"received {signal.Signals(received[0]).name}" if received else None)
+        try:
+            return self.run(lambda: f"received {signal.Signals(received[0]).name}" if received else None)
+        finally:
+            ignore_stop_signals()
 
     def run(
         self,
@@ -481,3 +484,12 @@ def setup_logging(level: str, log_file: str | None) -> None:
     # Their debug output is one line per inotify event; keep it out of ours.
     for noisy in ("apscheduler", "watchdog"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
+def ignore_stop_signals() -> None:
+    """Once the daemon has stopped, a further SIGINT / SIGTERM has nothing left to stop. Python resets
+    its own handlers to the default at exit, so such a signal arriving while the interpreter shuts
+    down killed a cleanly stopped daemon (exit -2 instead of 0: seen on a loaded CI machine under a
+    burst of signals). Ignored handlers are left as they are; call from the main thread only."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -20,7 +20,7 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dory.config import Settings
-from dory.daemon.process import Daemon
+from dory.daemon.process import Daemon, ignore_stop_signals
 from dory.errors import DoryError, UsageError
 from dory.service.tokens import TokenStore
 from dory.surfaces.http.app import create_app
@@ -142,6 +142,7 @@ def _serve(settings: Settings, sock: socket.socket, lock_wait_s: float) -> int:
         daemon.run(stop_requested, after_start=serve_http, before_stop=stop_http)
     finally:
         stop_http()  # also when the daemon failed to start
+        ignore_stop_signals()
     if not received:
         raise DoryError("the HTTP server stopped on its own; see the log above", url=url)
     return 0

@@ -51,11 +51,11 @@ class SearchEngine:
         lists = self._retrieve(req, parsed, limit, warnings)
         ranked = self._exact_order(lists["exact"]) if req.mode == "exact" else self._fuse(lists)
         hits, weak_dropped = self._select(req, parsed, ranked, lists)
+        pending = self._pending() if req.mode in ("vector", "hybrid") else 0
+        if pending and not warnings:  # no warning yet: the vector side answered, without those chunks
+            warnings.append(f"{pending} chunks are not embedded yet; their text is found by keywords only")
         if not hits and weak_dropped:
             warnings.append(nothing_found_warning(weak_dropped, self.settings.search.vector_floor))
-        pending = self._pending() if req.mode in ("vector", "hybrid") else 0
-        if pending and req.mode in ("vector", "hybrid") and not warnings:
-            warnings.append(f"{pending} chunks are not embedded yet; their text is found by keywords only")
         return SearchResponse(query=req.query, mode=req.mode, hits=hits, warnings=warnings, vectors_pending=pending)
 
     # -- retrieval ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support.daemon import DaemonProcess, daemon_env
+from support.fake_llm import FakeLlm
 
 from dory.config import Settings, load_settings
 from dory.index.embedders.model_files import model_status
@@ -132,3 +133,10 @@ def daemon_factory(dory_cmd: list[str]) -> Iterator[Callable[..., DaemonProcess]
         if daemon.proc is not None and daemon.proc.poll() is None:
             daemon.proc.kill()
             daemon.proc.wait(30)
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLlm]:
+    """A fake OpenAI-compatible LLM server on 127.0.0.1 (tests/support/fake_llm.py), stopped after the test."""
+    with FakeLlm() as server:
+        yield server

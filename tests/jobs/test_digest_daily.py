@@ -172,12 +172,6 @@ def make(tmp_path: Path) -> Iterator[MakeCorpus]:
         svc.close()
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeLlm]:
-    with FakeLlm() as server:
-        yield server
-
-
 def with_llm(server: FakeLlm, **more: Any) -> dict[str, Any]:
     """Settings overrides pointing [llm] at the fake server: no retries, and a timeout that only bounds a
     hang (a test about timeouts passes a short one, against a reply that never comes)."""

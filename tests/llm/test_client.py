@@ -31,12 +31,6 @@ SCHEMA: dict[str, Any] = {
 GOOD = {"title": "Tuesday", "kind": "note", "count": 2, "tags": ["a"]}
 
 
-@pytest.fixture
-def llm() -> Any:
-    with FakeLlm() as server:
-        yield server
-
-
 def make_client(url: str, **options: Any) -> LlmClient:
     options.setdefault("timeout_s", DEADLINE_S)  # answers that must arrive get all the time they need
     return LlmClient(url, "fake-model", **options)

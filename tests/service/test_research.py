@@ -47,12 +47,6 @@ def build(write_corpus: Callable[[dict[str, str | bytes]], Path]) -> Iterator[Bu
         svc.close()
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeLlm]:
-    with FakeLlm() as server:
-        yield server
-
-
 def with_llm(server: FakeLlm, timeout_s: float = DEADLINE_S) -> dict[str, Any]:
     return {
         "llm.backend": "openai",

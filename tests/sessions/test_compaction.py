@@ -183,12 +183,6 @@ def make_service(template: Path, tmp_path: Path) -> Iterator[MakeService]:
         svc.close()
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeLlm]:
-    with FakeLlm() as server:
-        yield server
-
-
 def ids(svc: DoryService) -> list[str]:
     return [turn.id for turn in svc.sessions.show(SESSION_ID).turns]
 

@@ -86,14 +86,14 @@ def test_a_bm25_search_loads_neither_faiss_nor_the_embedder(tmp_path: Path) -> N
         tmp_path / "corpus",
         {
             "dory.toml": "",
-            "knowledge/otters.md": "# Otters\n\nSea otters hold hands while they sleep.\n",
+            "knowledge/otters.md": "# Otters\n\nSea otters hold hands while they drift.\n",
             "knowledge/herons.md": "# Herons\n\nA heron waits in the shallows.\n",
         },
     )
     code, _, _ = probe("--corpus", str(corpus), "reindex", "--no-vectors", "--json", cwd=tmp_path)
     assert code == 0
     code, modules, stdout = probe(
-        "--corpus", str(corpus), "search", "-m", "bm25", "otters sleep", "--json", "--no-record", cwd=tmp_path
+        "--corpus", str(corpus), "search", "-m", "bm25", "otters drift", "--json", "--no-record", cwd=tmp_path
     )
     assert code == 0
     assert [hit["path"] for hit in json.loads(stdout)["hits"]] == ["knowledge/otters.md"]

@@ -25,6 +25,9 @@ from dory.corpora import corpus_sources, locate, registration, state_dir_of
 from dory.errors import ConfigError, describe_validation_error
 from dory.statefolder import state_folder
 
+# The lock file of the one writer of a state folder (daemon, reindex, `dory remove --delete-state`).
+WRITER_LOCK = "writer.lock"
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -264,7 +267,7 @@ class Settings(_Section):
 
     @property
     def lock_path(self) -> Path:
-        return self.state_dir / "writer.lock"
+        return self.state_dir / WRITER_LOCK
 
     @property
     def journal_path(self) -> Path:

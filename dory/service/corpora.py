@@ -19,7 +19,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from dory.config import SECTIONS, Settings, resolve_settings
+from dory.config import SECTIONS, WRITER_LOCK, Settings, resolve_settings
 from dory.corpora import NAME, UserConfig, corpora_file, data_home, state_dir_of, state_home
 from dory.corpus.atomic import write_atomic
 from dory.corpus.roots import OUTPUT_FOLDERS, config_files
@@ -171,7 +171,7 @@ def remove_corpus(name: str, delete_state: bool = False, env: Mapping[str, str] 
     ours = state is not None and known.state_dir is None  # the platform folder `dory add` chose
     deleted = False
     if delete_state and ours and state is not None and state.is_dir():
-        with WriterLock(state / "writer.lock"):  # IndexLocked while a daemon or a reindex owns it
+        with WriterLock(state / WRITER_LOCK):  # IndexLocked while a daemon or a reindex owns it
             shutil.rmtree(state)
         deleted = True
     _drop_entry(config.path, name)

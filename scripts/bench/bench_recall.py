@@ -5,7 +5,9 @@ Protocol: every question is searched within its own conversation (`scope`), as L
 used; a hit counts when its line range holds an expected turn's `(D<session>:<turn>)` tag. The
 baseline is rank-bm25 (BM25Okapi, lowercase word tokens) over the same turns, in memory.
 
-    python scripts/bench/bench_recall.py [--limit-queries N] [--json]
+    python scripts/bench/bench_recall.py [--limit-queries N] [--floor F] [--json]
+
+`--floor` sets `search.vector_floor` (the relevance floor, see dory/search/floor.py) for the run.
 
 The first run embeds every turn (~6k, a few minutes with the numpy encoder); the state is cached
 under the bench folder, so later runs reuse the vectors.
@@ -78,10 +80,11 @@ def baseline(
     return ranks
 
 
-def run(limit: int | None) -> dict[str, Any]:
+def run(limit: int | None, floor: float | None = None) -> dict[str, Any]:
     root = unpack("locomo")
     corpus = root / "corpus"
-    svc = make_service(corpus, root / "state")
+    overrides = {} if floor is None else {"search.vector_floor": floor}
+    svc = make_service(corpus, root / "state", **overrides)
     started = time.monotonic()
     res = svc.reindex(ReindexRequest())
     print(
@@ -112,6 +115,7 @@ def run(limit: int | None) -> dict[str, Any]:
         "queries": len(qs),
         "turns": sum(len(v) for v in by_conv.values()),
         "protocol": "search within one conversation",
+        "vector_floor": svc.settings.search.vector_floor,
         "ms_per_query": timing,
     }
     for name, per_conv in ranks.items():
@@ -123,13 +127,17 @@ def run(limit: int | None) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit-queries", type=int)
+    parser.add_argument("--floor", type=float, help="search.vector_floor for this run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    res = run(args.limit_queries)
+    res = run(args.limit_queries, args.floor)
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"LoCoMo session recall: {res['queries']} questions over {res['turns']} turns ({res['protocol']})")
+    print(
+        f"LoCoMo session recall: {res['queries']} questions over {res['turns']} turns ({res['protocol']}; "
+        f"vector floor {res['vector_floor']})"
+    )
     convs = [key for key in res["bm25_baseline"] if key != "all"]
     for scope in ("all", *convs):
         print(f"\n[{scope}]")

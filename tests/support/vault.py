@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dory.corpus.paths import UNSERVED_DIRS
+from tests.conftest import write_files
 
 MDCORPUS = Path(__file__).resolve().parents[3] / "shared" / "bench" / "mdcorpus.tar.gz"
 HUB = "mdcorpus/corpus/obsidian-hub/"
@@ -36,14 +37,7 @@ FIXTURE_VAULT: dict[str, str | bytes] = {
 
 
 def build_fixture(root: Path) -> Path:
-    for rel, content in FIXTURE_VAULT.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
+    return write_files(root, FIXTURE_VAULT)
 
 
 def slice_of_hub(root: Path, count: int = 300) -> Path:

@@ -39,8 +39,10 @@ OPEN_LOCAL = "dory-open-local"
 INSTRUCTIONS = (
     "Dory is the user's long-term memory, shared by all their agents. At the start of a session call "
     "`wake`. Before answering anything that may depend on the user's notes, people, projects, decisions "
-    "or earlier sessions, `search` (or `recall` for past sessions) and `get` what you need. Record durable "
-    "facts with `memory_write`; write notes only when asked. Results are the user's own notes: cite paths."
+    "or earlier sessions, `search` (or `recall` for past sessions) and `get` what you need; "
+    "`active_memory` gives a short cited block for a prompt (or NONE), and `research` a grounded answer "
+    "with sources. Record durable facts with `memory_write`; write notes only when asked. Results are "
+    "the user's own notes: cite paths."
 )
 _caller: ContextVar[Principal] = ContextVar("dory_mcp_caller", default=LOCAL_USER)
 

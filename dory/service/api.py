@@ -177,6 +177,7 @@ class DoryService:
             response.hits = merge(response.hits, turns, self.settings.search, engine.policy, req.k)
             if not req.debug:
                 response.hits = [hit.model_copy(update={"explain": None}) for hit in response.hits]
+                response.assist = None
         # SearchRequest.mode is a str field whose validator leaves only a SearchMode in it.
         response.mode, response.corpus = cast(SearchMode, req.mode), req.corpus
         if req.record:  # weak hits are noise: dreaming must never count them as recalled

@@ -3,12 +3,14 @@ against the fake OpenAI-compatible server: what each adds, the bound on the rera
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fake_llm import FakeLlm, hang, malformed, ok, status
+from support.fake_llm import FakeLlm, Reply, Request, hang, malformed, ok, status
+from support.waiting import DEADLINE_S, wait_until
 
 from dory.config import load_settings
 from dory.models import ReindexRequest, SearchRequest, SearchResponse
@@ -196,6 +198,43 @@ def test_a_late_llm_is_dropped_at_the_deadline(build: Build, llm: FakeLlm) -> No
         "query expansion skipped (timeout): the LLM did not answer within 50 ms; results are from the plain query",
         "rerank skipped (timeout): the LLM did not answer within 50 ms; results keep their plain order",
     ]
+
+
+def test_a_held_answer_released_after_the_deadline_changes_nothing_and_the_next_search_works(
+    build: Build, llm: FakeLlm
+) -> None:
+    svc = build(llm, **{"search.llm_deadline_ms": 50})
+    plain = paths(search(svc, "garden"))
+    released = threading.Event()
+    answered: list[str] = []
+
+    def held(request: Request) -> Reply:  # the server holds this reply until the test releases it
+        released.wait(DEADLINE_S)
+        answered.append("late")
+        return ok({"order": [4, 3, 2, 1]})
+
+    llm.default = held
+    late = search(svc, "garden", rerank=True)
+    released.set()
+    wait_until(lambda: answered, what="the held reply to be sent")
+    assert paths(late) == plain and late.warnings[0].startswith("rerank skipped (timeout)")
+    llm.default = None
+    llm.script(ok({"order": [2, 1]}))
+    again = search(svc, "garden", rerank=True)
+    assert again.warnings == [] and paths(again)[:2] == [plain[1], plain[0]]
+
+
+def test_merged_search_expands_the_durable_side_and_reports_only_with_debug(build: Build, llm: FakeLlm) -> None:
+    svc = build(llm)
+    llm.script(
+        ok({"variants": ["automobile"], "hypothetical": ""}), ok({"variants": ["automobile"], "hypothetical": ""})
+    )
+    res = svc.search(SearchRequest(query="car maintenance", corpus="all", mode="bm25", expand=True, record=False))
+    assert paths(res) == ["notes/automobile.md"] and res.assist is None and res.hits[0].explain is None
+    debug = svc.search(
+        SearchRequest(query="car maintenance", corpus="all", mode="bm25", expand=True, record=False, debug=True)
+    )
+    assert debug.assist is not None and debug.assist.expanded_lists == ["expanded"]
 
 
 def endpoint(llm: FakeLlm) -> str:

@@ -46,6 +46,12 @@ class SearchAssist:
         self.report = AssistReport() if self.expand or self.rerank else None
         self.moved_from: dict[int, int] = {}  # chunk id → 1-based position before the rerank
         self._pending: Pending[dict[str, Any]] | None = None
+        if self.expand or self.rerank:
+            try:
+                llm.client()
+            except AssistFailed as failure:  # no LLM: say so now, and select no more than a plain search
+                warnings += [expansion_skipped(failure)] * self.expand + [rerank_skipped(failure)] * self.rerank
+                self.expand = self.rerank = False
         if self.expand:
             try:
                 self._pending = llm.start(expand.PROMPT, expand.user_message(req.query), expand.SCHEMA, "expand")

@@ -3,6 +3,7 @@ against the fake OpenAI-compatible server: what each adds, the bound on the rera
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -247,13 +248,13 @@ BAD_RERANKS = [
     (ok({"order": [0]}), "the model ranked results it was not shown: 0"),
     (ok({"order": [2, 1, 2]}), "the model ranked result 2 twice"),
     (
-        ok({"order": [1], "why": "x" * 1_000_000}),
+        ok({"order": [1], "why": "x" * 60_000}),
         "LLM model 'fake-model' (task 'rerank') answered JSON that breaks the schema: $.why is not an allowed field",
     ),
     (
-        ok({"order": list(range(1, 100_000))}),
+        ok({"order": list(range(1, 10_000))}),
         "LLM model 'fake-model' (task 'rerank') answered JSON that breaks the "
-        "schema: $.order has 99999 items, at most 8 allowed",
+        "schema: $.order has 9999 items, at most 8 allowed",
     ),
 ]
 
@@ -280,14 +281,32 @@ def test_an_http_error_keeps_the_plain_order_and_is_not_retried(build: Build, ll
     ]
 
 
-def test_a_megabyte_expansion_is_refused(build: Build, llm: FakeLlm) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        json.dumps({"variants": ["automobile"], "hypothetical": "y" * 1_000_000}),
+        '{"a":[' * 170_000,  # the JSON extractor would spend a minute of CPU on this one
+    ],
+)
+def test_a_megabyte_expansion_is_refused_unread(build: Build, llm: FakeLlm, content: str) -> None:
     svc = build(llm)
-    llm.script(ok({"variants": ["automobile"], "hypothetical": "y" * 1_000_000}))
+    llm.script(ok(content))
+    res = search(svc, "car maintenance", expand=True)
+    assert res.hits == []
+    assert res.warnings == [
+        f"query expansion skipped (bad-output): LLM model 'fake-model' (task 'expand') answered {len(content)} "
+        "characters; search reads at most 64000; results are from the plain query"
+    ]
+
+
+def test_an_answer_within_the_length_is_still_checked_against_the_schema(build: Build, llm: FakeLlm) -> None:
+    svc = build(llm)
+    llm.script(ok({"variants": ["automobile"], "hypothetical": "y" * 5000}))
     res = search(svc, "car maintenance", expand=True)
     assert res.hits == []
     assert res.warnings == [
         "query expansion skipped (bad-output): LLM model 'fake-model' (task 'expand') answered JSON that breaks "
-        "the schema: $.hypothetical is 1000000 characters long, at most 4000 allowed; results are from the plain query"
+        "the schema: $.hypothetical is 5000 characters long, at most 4000 allowed; results are from the plain query"
     ]
 
 

@@ -30,6 +30,13 @@ UNAVAILABLE = "unavailable"
 BAD_OUTPUT = "bad-output"
 
 
+# The longest answer search reads. Its answers are small (a few variants and sentences, or a list of
+# numbers; a reasoning model's <think> block fits too), and finding the JSON object in a hostile
+# megabyte (`{"a":[{"a":[…`) takes the extractor a minute of CPU, holding the interpreter the
+# searches run in: an answer past this length is refused before anyone looks for JSON in it.
+MAX_ANSWER_CHARS = 64_000
+
+
 class AssistFailed(Exception):
     def __init__(self, code: str, detail: str) -> None:
         super().__init__(f"{code}: {detail}")
@@ -56,7 +63,7 @@ class SearchLlm:
         with self._lock:
             if self._client is None:
                 try:
-                    self._client = LlmClient(
+                    self._client = _SearchClient(
                         llm.url,
                         llm.model,
                         api_key=llm.api_key,
@@ -79,6 +86,16 @@ class SearchLlm:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+class _SearchClient(LlmClient):
+    """The shared client, refusing answers longer than MAX_ANSWER_CHARS before parsing them."""
+
+    def _parse(self, content: str, finish_reason: Any, schema: dict[str, Any], name: str) -> dict[str, Any]:
+        if len(content) > MAX_ANSWER_CHARS:
+            what = f"answered {len(content)} characters; search reads at most {MAX_ANSWER_CHARS}"
+            raise self._bad(name, what, "too_long")
+        return super()._parse(content, finish_reason, schema, name)
 
 
 class Pending(Generic[T]):

@@ -80,6 +80,13 @@ class SearchSettings(_Section):
     # Ranking-policy rules replacing or extending the built-in table (see dory/search/policy.py,
     # which checks them: configuration knows nothing about ranking).
     policy: list[dict[str, Any]] = Field(default_factory=list)
+    # Optional LLM help through [llm] (dory/search/llm_assist): query expansion (lexical variants and
+    # a hypothetical answer for the vector side) and a rerank of the top results. Off by default;
+    # each LLM call gets llm_deadline_ms, after which search answers without it and says so.
+    expand: bool = False
+    rerank: bool = False
+    llm_deadline_ms: int = Field(1500, ge=50, le=60_000)
+    rerank_top: int = Field(20, ge=2, le=50)
 
 
 class DaemonSettings(_Section):

@@ -99,6 +99,7 @@ from dory.models.research import (
     ResearchResponse,
 )
 from dory.models.search import (
+    AssistReport,
     Confidence,
     EvidenceClass,
     Scope,
@@ -143,6 +144,7 @@ __all__ = [
     "ActiveStageName",
     "AnswerMethod",
     "ArchivedRange",
+    "AssistReport",
     "BrokenLink",
     "CaptureRoot",
     "CaptureStatus",

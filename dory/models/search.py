@@ -50,6 +50,16 @@ class SearchRequest(_Model):
         "(marked weak; never logged as recalled)",
     )
     debug: bool = False
+    expand: bool | None = Field(
+        None,
+        description="ask the configured LLM for keyword variants and a hypothetical answer, searched as extra "
+        "lists (default: search.expand); without an LLM, or when it fails or is late, the plain result and a warning",
+    )
+    rerank: bool | None = Field(
+        None,
+        description="let the configured LLM reorder the top search.rerank_top results (default: search.rerank); "
+        "a clear top hit stays first; on failure the plain order and a warning",
+    )
 
     @field_validator("mode")
     @classmethod
@@ -87,6 +97,22 @@ class StageScores(_Model):
     policy_factor: float | None = None
     policy_rules: list[str] = Field(default_factory=list)
     final: float
+    # Lists added by LLM query expansion: the model's keyword variants, and its hypothetical answer.
+    expanded_rank: int | None = None
+    expanded_score: float | None = None
+    hyde_rank: int | None = None
+    hyde_score: float | None = None
+    rerank_from: int | None = Field(None, description="the hit's position before the LLM rerank")
+
+
+class AssistReport(_Model):
+    """What the optional LLM did for one search (shown with debug)."""
+
+    expanded_lists: list[str] = Field(default_factory=list, description="lists expansion added: expanded, hyde")
+    variants: list[str] = Field(default_factory=list, description="the keyword variants searched")
+    hypothetical: str | None = None
+    reranked: bool = False
+    rerank_moved: int = Field(0, description="hits whose position the rerank changed")
 
 
 class SessionTurn(_Model):
@@ -123,3 +149,4 @@ class SearchResponse(_Model):
     hits: list[SearchHit]
     warnings: list[str] = Field(default_factory=list)
     vectors_pending: int = 0
+    assist: AssistReport | None = Field(None, description="with debug, when expansion or rerank was asked for")

@@ -5,6 +5,10 @@ substring). Every non-exact mode scores a candidate as Σ weight / (rrf_k + rank
 appears in, times the policy factor; scores are therefore comparable within one answer, never
 across modes. The policy's reordering is bounded (bounded.py): a result never falls below one that
 every retriever ranks clearly lower, so an answer's scores are not always in descending order.
+
+With an LLM configured and asked for (search.expand / search.rerank, or per request), expansion
+adds lists to the fusion and a rerank reorders the selected top (llm_assist/); both fall back to
+the plain answer with a warning.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from dory.search.bounded import bounded_order
 from dory.search.exact import exact_candidates
 from dory.search.floor import nothing_found_warning, with_evidence
 from dory.search.lexical import lexical_candidates
+from dory.search.llm_assist.assist import SearchAssist
+from dory.search.llm_assist.call import SearchLlm
+from dory.search.llm_assist.expand import EXPANDED, EXTRA_WEIGHT, HYDE, evidence_view
 from dory.search.policy import RankingPolicy
 from dory.search.query import ParsedQuery, parse_query
 from dory.search.scope import scope_sql
@@ -38,25 +45,47 @@ class VectorSide(Protocol):
 
 
 class SearchEngine:
-    def __init__(self, settings: Settings, store: IndexStore, vectors: VectorSide | None) -> None:
+    def __init__(
+        self, settings: Settings, store: IndexStore, vectors: VectorSide | None, llm: SearchLlm | None = None
+    ) -> None:
         self.settings = settings
         self.store = store
         self.vectors = vectors
         self.policy = RankingPolicy.from_settings(settings.search.policy)
+        self.llm = llm if llm is not None else SearchLlm(settings)  # a service shares one (its connections)
 
     def search(self, req: SearchRequest) -> SearchResponse:
         parsed = parse_query(req.query)
         limit = max(self.settings.search.candidates, req.k * 5)
         warnings: list[str] = []
+        assist = SearchAssist(self.llm, self.settings.search, req, warnings)  # starts the expansion call
         lists = self._retrieve(req, parsed, limit, warnings)
+        assist.add_expansion(
+            parsed,
+            lists,
+            lambda variants: lexical_candidates(self.store, variants, req.scope, limit),
+            lambda text: self._vector(req, limit, text),
+        )
         ranked = self._exact_order(lists["exact"]) if req.mode == "exact" else self._fuse(lists)
-        hits, weak_dropped = self._select(req, parsed, ranked, lists)
+        candidates, weak_dropped = self._select(req, ranked, lists, assist.keep(req.k))
+        candidates = assist.reorder(parsed, candidates, lists)[: req.k]
+        hits = [
+            self._hit(req, parsed, c, pos, lists, assist.moved_from.get(c.chunk_id))
+            for pos, c in enumerate(candidates, start=1)
+        ]
         pending = self._pending() if req.mode in ("vector", "hybrid") else 0
         if pending and not warnings:  # no warning yet: the vector side answered, without those chunks
             warnings.append(f"{pending} chunks are not embedded yet; their text is found by keywords only")
         if not hits and weak_dropped:
             warnings.append(nothing_found_warning(weak_dropped, self.settings.search.vector_floor))
-        return SearchResponse(query=req.query, mode=req.mode, hits=hits, warnings=warnings, vectors_pending=pending)
+        return SearchResponse(
+            query=req.query,
+            mode=req.mode,
+            hits=hits,
+            warnings=warnings,
+            vectors_pending=pending,
+            assist=assist.report if req.debug else None,
+        )
 
     # -- retrieval ---------------------------------------------------------------------------
     def _retrieve(
@@ -76,7 +105,7 @@ class SearchEngine:
                 warnings.append(f"vector search unavailable, results are keyword-only: {exc.message}")
         return lists
 
-    def _vector(self, req: SearchRequest, limit: int) -> list[tuple[int, float]]:
+    def _vector(self, req: SearchRequest, limit: int, text: str | None = None) -> list[tuple[int, float]]:
         if self.vectors is None:
             raise BackendUnavailable("no embedder is configured (embedder.backend = none)")
         allowed = None
@@ -88,7 +117,7 @@ class SearchEngine:
             allowed = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
             if len(allowed) == 0:
                 return []
-        return self.vectors.search(req.query, limit, allowed)
+        return self.vectors.search(text if text is not None else req.query, limit, allowed)
 
     def _pending(self) -> int:
         return self.vectors.pending() if self.vectors is not None else 0
@@ -97,6 +126,7 @@ class SearchEngine:
     def _fuse(self, lists: dict[str, list[tuple[int, float]]]) -> list[tuple[int, float]]:
         cfg = self.settings.search
         weights = {"bm25": cfg.lexical_weight, "vector": cfg.vector_weight}
+        weights |= {EXPANDED: EXTRA_WEIGHT * cfg.lexical_weight, HYDE: EXTRA_WEIGHT * cfg.vector_weight}
         fused: dict[int, float] = {}
         for name, ranked in lists.items():
             for rank, (chunk_id, _) in enumerate(ranked, start=1):
@@ -108,15 +138,12 @@ class SearchEngine:
         return [(chunk_id, 1.0) for chunk_id, _ in ranked]
 
     def _select(
-        self,
-        req: SearchRequest,
-        parsed: ParsedQuery,
-        ranked: list[tuple[int, float]],
-        lists: dict[str, list[tuple[int, float]]],
-    ) -> tuple[list[SearchHit], int]:
-        """The hits to show, and how many weak candidates were left out (see floor.py)."""
+        self, req: SearchRequest, ranked: list[tuple[int, float]], lists: dict[str, list[tuple[int, float]]], keep: int
+    ) -> tuple[list[H.Candidate], int]:
+        """The first `keep` results, and how many weak candidates were left out (see floor.py)."""
         found = H.load_candidates(self.store, [chunk_id for chunk_id, _ in ranked])
-        evidence = None if req.mode == "exact" else with_evidence(lists, self.settings.search.vector_floor)
+        floor = self.settings.search.vector_floor
+        evidence = None if req.mode == "exact" else with_evidence(evidence_view(lists), floor)
         candidates, weak_dropped = [], 0
         for chunk_id, score in ranked:
             cand = found.get(chunk_id)
@@ -137,9 +164,7 @@ class SearchEngine:
         if req.mode != "exact":
             candidates.sort(key=lambda c: (-c.score, c.path, c.ordinal))
             ordered = bounded_order(candidates, lists)
-        candidates = _keep(ordered, req.k, per_file=req.per_file, collapse=req.mode != "exact")
-        hits = [self._hit(req, parsed, c, pos, lists) for pos, c in enumerate(candidates[: req.k], start=1)]
-        return hits, weak_dropped
+        return _keep(ordered, keep, per_file=req.per_file, collapse=req.mode != "exact"), weak_dropped
 
     def _hit(
         self,
@@ -148,12 +173,20 @@ class SearchEngine:
         c: H.Candidate,
         position: int,
         lists: dict[str, list[tuple[int, float]]],
+        rerank_from: int | None,
     ) -> SearchHit:
         stages = stage_ranks(c.chunk_id, lists)
         explain = None
         if req.debug:
             fused = c.score / c.factor if req.mode != "exact" else None
-            explain = StageScores(**stages, fused=fused, policy_factor=c.factor, policy_rules=c.rules, final=c.score)
+            explain = StageScores(
+                **stages,
+                fused=fused,
+                policy_factor=c.factor,
+                policy_rules=c.rules,
+                final=c.score,
+                rerank_from=rerank_from,
+            )
         return SearchHit(
             path=c.path,
             title=c.title,

@@ -73,6 +73,7 @@ from dory.models import (
 )
 from dory.search.engine import SearchEngine
 from dory.search.evaluate import run_eval
+from dory.search.llm_assist.call import SearchLlm
 from dory.search.recall_log import record_quietly
 from dory.search.semantic import LiveVectors
 from dory.service import control
@@ -126,6 +127,7 @@ class DoryService:
         self.context = ContextService(deps)
         self.wiki = WikiService(settings, self.resources, self._require_index)
         self.migrations = MigrateService(settings, self.resources, self.index_paths)
+        self.search_llm = SearchLlm(self.settings)  # built on first use: expansion and rerank share it
         # Set by a daemon in this process (`dory serve`): changes go straight to its writer thread.
         self.in_process_owner: InProcessOwner | None = None
 
@@ -140,6 +142,7 @@ class DoryService:
         return self.resources.session_store()
 
     def close(self) -> None:
+        self.search_llm.close()
         self.resources.close()
 
     # -- freshness ---------------------------------------------------------------------------
@@ -166,7 +169,7 @@ class DoryService:
         if self.settings.embedder.backend != "none":
             r = self.resources
             live = LiveVectors(r.store(), r.require_embedder, r.vectors, r.fingerprint, r.vectors_lock)
-        engine = SearchEngine(self.settings, self.resources.store(), live)
+        engine = SearchEngine(self.settings, self.resources.store(), live, self.search_llm)
         response = engine.search(durable_req.model_copy(update={"debug": True}) if both else durable_req)
         if both:
             turns_req = req.model_copy(update={"debug": True})
@@ -174,6 +177,7 @@ class DoryService:
             response.hits = merge(response.hits, turns, self.settings.search, engine.policy, req.k)
             if not req.debug:
                 response.hits = [hit.model_copy(update={"explain": None}) for hit in response.hits]
+                response.assist = None
         # SearchRequest.mode is a str field whose validator leaves only a SearchMode in it.
         response.mode, response.corpus = cast(SearchMode, req.mode), req.corpus
         if req.record:  # weak hits are noise: dreaming must never count them as recalled

@@ -137,6 +137,24 @@ def _renamed_in(value: str | None) -> None:
 )
 @click.option("--debug", is_flag=True, help="show per-stage scores")
 @click.option("--no-record", is_flag=True, help="do not log the hits as recall events (dreaming reads them)")
+# Pairs of flags sharing one value (None: the setting decides), not click's "--x/--no-x" form,
+# which the README's command reference cannot name.
+@click.option(
+    "--expand",
+    "expand",
+    flag_value=True,
+    default=None,
+    help="ask the [llm] model for keyword variants and a hypothetical answer (default: search.expand)",
+)
+@click.option("--no-expand", "expand", flag_value=False, help="no query expansion, whatever search.expand says")
+@click.option(
+    "--rerank",
+    "rerank",
+    flag_value=True,
+    default=None,
+    help="let the [llm] model reorder the top results; a clear top hit stays first (default: search.rerank)",
+)
+@click.option("--no-rerank", "rerank", flag_value=False, help="no rerank, whatever search.rerank says")
 @click.pass_context
 @command
 def search(
@@ -160,6 +178,8 @@ def search(
     include_weak: bool,
     debug: bool,
     no_record: bool,
+    expand: bool | None,
+    rerank: bool | None,
 ) -> Result:
     """Search the corpus: durable memory by default, session transcripts with --in or -m recall. Only
     hits with real evidence (a keyword match, or a close enough meaning) are shown: an empty answer
@@ -188,6 +208,8 @@ def search(
         include_weak=include_weak,
         debug=debug,
         record=not no_record,
+        expand=expand,
+        rerank=rerank,
     )
     with service(ctx) as svc:
         res = svc.search(req)

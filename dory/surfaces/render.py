@@ -44,6 +44,14 @@ SHOWN_IMPORTS = 5  # entries of inbox/import/ listed by `dory status` (--json li
 
 def search(res: SearchResponse) -> str:
     out = [f"! {w}" for w in res.warnings]
+    if res.assist is not None:
+        a = res.assist
+        added = ", ".join(a.expanded_lists) or "no lists"
+        out.append(
+            f"llm: expansion added {added}"
+            + (f" (variants: {'; '.join(a.variants)})" if a.variants else "")
+            + (f"; rerank moved {a.rerank_moved} hits" if a.reranked else "; no rerank")
+        )
     if not res.hits:
         out.append(f"no results for {res.query!r} ({res.mode})")
     for n, hit in enumerate(res.hits, start=1):
@@ -67,6 +75,9 @@ def search(res: SearchResponse) -> str:
             out.append(
                 f"    score {e.final:.5f} = fused × policy {e.policy_factor} {e.policy_rules}; "
                 f"bm25 #{e.bm25_rank} ({e.bm25_score}), vector #{e.vector_rank} ({e.vector_score})"
+                + (f", expanded #{e.expanded_rank}" if e.expanded_rank else "")
+                + (f", hyde #{e.hyde_rank} ({e.hyde_score})" if e.hyde_rank else "")
+                + (f"; was #{e.rerank_from} before rerank" if e.rerank_from else "")
             )
     return "\n".join(out)
 

@@ -136,9 +136,19 @@ class LlmClient:
         self.counters.add("produced")
         return result
 
+    @property
+    def max_answer_chars(self) -> int:
+        """The longest answer parsed. A token is about four characters, so this is twice what
+        `max_tokens` allows; a longer answer is hostile or broken, and searching a huge text for its
+        JSON object costs CPU quadratic in its nesting (a 1 MB `{"a":[{"a":[…` took 65 s)."""
+        return max(64_000, 8 * self.max_tokens)
+
     def _parse(self, content: str, finish_reason: Any, schema: dict[str, Any], name: str) -> dict[str, Any]:
         if not content.strip():
             raise self._bad(name, "answered with an empty message", "empty")
+        if len(content) > self.max_answer_chars:
+            what = f"answered {len(content)} characters; at most {self.max_answer_chars} are read"
+            raise self._bad(name, what, "too_long")
         try:
             value = extract_json_object(content)
         except ValueError:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.fake_llm import FakeLlm
 
 from dory.config import load_settings
 from dory.context.active.block import render
@@ -18,6 +19,7 @@ from dory.context.active.policy import PageMeta, is_personal, policy_for
 from dory.errors import UsageError
 from dory.models import ActiveEvidence, ActiveMemoryRequest, ReindexRequest, SessionIngestRequest
 from dory.service import DoryService
+from tests.conftest import make_settings
 
 FILES = {
     "people/maya.md": "---\ntitle: Maya\ntype: person\n---\n# Maya\n\nMaya prefers Postgres for the billing service. "
@@ -233,3 +235,21 @@ def test_the_block_is_bounded_and_always_names_dropped_stages() -> None:
 def test_max_evidence_bounds_the_lines(svc: DoryService) -> None:
     res = svc.active_memory(ActiveMemoryRequest(prompt="Postgres billing service", profile="default", max_evidence=1))
     assert res.found and len(res.evidence) == 1 and len(res.block.splitlines()) == 2
+
+
+def test_expansion_and_rerank_turned_on_in_settings_never_reach_active_memory(
+    write_corpus: Callable[[dict[str, str | bytes]], Path], llm: FakeLlm
+) -> None:
+    llm_settings = {"llm.backend": "openai", "llm.url": llm.url, "llm.model": llm.model}
+    settings = make_settings(
+        write_corpus(dict(FILES)),
+        **{"embedder.backend": "none", "search.expand": True, "search.rerank": True, **llm_settings},
+    )
+    service = DoryService(settings)
+    try:
+        service.reindex(ReindexRequest())
+        res = service.active_memory(ActiveMemoryRequest(prompt=PROMPT))
+    finally:
+        service.close()
+    assert res.found and res.dropped_stages == []
+    assert llm.requests == []  # its deadline is longer than active memory's whole budget

@@ -89,6 +89,19 @@ def test_malformed_answer_is_bad_output_and_not_retried(llm: FakeLlm) -> None:
     assert client.counters.as_dict() == {"attempted": 1, "produced": 0, "empty": 0, "failed": 1, "retried": 0}
 
 
+@pytest.mark.parametrize("max_tokens, limit", [(1024, 64_000), (16_000, 128_000)])
+def test_an_answer_longer_than_max_tokens_allows_is_refused_unparsed(llm: FakeLlm, max_tokens: int, limit: int) -> None:
+    hostile = '{"a":[' * (limit // 6 + 1)  # nesting the JSON extractor would spend a minute of CPU on
+    llm.script(ok(hostile), ok(GOOD))
+    client = make_client(llm.url, max_tokens=max_tokens)
+    with pytest.raises(LlmBadOutput) as info:
+        ask(client)
+    assert info.value.details["reason"] == "too_long"
+    assert f"answered {len(hostile)} characters; at most {limit} are read" in info.value.message
+    assert ask(client) == GOOD  # the next call is not affected
+    assert len(llm.requests) == 2
+
+
 def test_empty_answer_is_bad_output_counted_as_empty(llm: FakeLlm) -> None:
     llm.script(empty(), ok({"title": "   "}), ok(GOOD))
     client = make_client(llm.url)

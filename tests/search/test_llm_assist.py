@@ -16,6 +16,7 @@ from support.waiting import DEADLINE_S, wait_until
 from dory.config import load_settings
 from dory.models import ReindexRequest, SearchRequest, SearchResponse
 from dory.service import DoryService
+from tests.conftest import write_files
 
 NOTES = {
     "notes/automobile.md": "# Service log\n\nChange the oil of the automobile every 10000 km.\n",
@@ -36,10 +37,7 @@ def build(tmp_path: Path) -> Iterator[Build]:
     services: list[DoryService] = []
 
     def make(llm: FakeLlm | None = None, notes: dict[str, str] | None = None, **settings: Any) -> DoryService:
-        root = tmp_path / f"corpus{len(services)}"
-        for rel, text in (notes or NOTES).items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text, encoding="utf-8")
+        root = write_files(tmp_path / f"corpus{len(services)}", dict(notes or NOTES))
         overrides: dict[str, Any] = {"embedder.backend": "none", "search.llm_deadline_ms": GENEROUS_MS}
         if llm is not None:
             overrides |= {"llm.backend": "openai", "llm.url": llm.url, "llm.model": llm.model}
@@ -221,6 +219,7 @@ def test_a_held_answer_released_after_the_deadline_changes_nothing_and_the_next_
     assert paths(late) == plain and late.warnings[0].startswith("rerank skipped (timeout)")
     llm.default = None
     llm.script(ok({"order": [2, 1]}))
+    svc.settings.search.llm_deadline_ms = GENEROUS_MS  # 50 ms is too short for an answer on a busy machine
     again = search(svc, "garden", rerank=True)
     assert again.warnings == [] and paths(again)[:2] == [plain[1], plain[0]]
 
@@ -295,7 +294,7 @@ def test_a_megabyte_expansion_is_refused_unread(build: Build, llm: FakeLlm, cont
     assert res.hits == []
     assert res.warnings == [
         f"query expansion skipped (bad-output): LLM model 'fake-model' (task 'expand') answered {len(content)} "
-        "characters; search reads at most 64000; results are from the plain query"
+        "characters; at most 64000 are read; results are from the plain query"
     ]
 
 

@@ -33,6 +33,9 @@ RECENT_WORK = re.compile(
     re.IGNORECASE,
 )
 OVERFETCH = 4  # durable hits fetched per evidence line, so the source policy can drop some
+# The LLM's expansion and rerank have their own deadline (search.llm_deadline_ms, 1.5 s by default),
+# longer than active memory's whole budget: its searches never ask for them, whatever the settings say.
+NO_LLM = {"expand": False, "rerank": False}
 QUERY_CHARS = 2000  # the head of a long prompt is the query (a pasted log adds noise, not evidence)
 
 
@@ -110,7 +113,9 @@ def _retrieve(
     if not found.recall_asked:
         clock.skip("session_recall", "the prompt does not ask about recent work")
         return
-    request = SearchRequest(query=query, corpus="sessions", mode="recall", record=False, k=req.max_evidence, debug=True)
+    request = SearchRequest(
+        query=query, corpus="sessions", mode="recall", record=False, k=req.max_evidence, debug=True, **NO_LLM
+    )
     recalled = clock.run("session_recall", lambda: deps.search(request))
     if recalled is not None:
         found.sessions = recalled.hits
@@ -120,7 +125,7 @@ def _retrieve(
 def _durable(
     query: str, mode: str, wanted: int, deps: ActiveDeps, policy: SourcePolicy
 ) -> tuple[list[SearchHit], list[str], list[str]]:
-    request = SearchRequest(query=query, mode=mode, record=False, k=wanted * OVERFETCH, debug=True)
+    request = SearchRequest(query=query, mode=mode, record=False, k=wanted * OVERFETCH, debug=True, **NO_LLM)
     response = deps.search(request)
     meta = deps.page_meta(sorted({hit.path for hit in response.hits}))
     kept, excluded = [], []

@@ -30,13 +30,6 @@ UNAVAILABLE = "unavailable"
 BAD_OUTPUT = "bad-output"
 
 
-# The longest answer search reads. Its answers are small (a few variants and sentences, or a list of
-# numbers; a reasoning model's <think> block fits too), and finding the JSON object in a hostile
-# megabyte (`{"a":[{"a":[…`) takes the extractor a minute of CPU, holding the interpreter the
-# searches run in: an answer past this length is refused before anyone looks for JSON in it.
-MAX_ANSWER_CHARS = 64_000
-
-
 class AssistFailed(Exception):
     def __init__(self, code: str, detail: str) -> None:
         super().__init__(f"{code}: {detail}")
@@ -49,9 +42,14 @@ class SearchLlm:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.deadline_s = settings.search.llm_deadline_ms / 1000
         self._client: LlmClient | None = None
+        self._retired: list[LlmClient] = []  # built for an earlier deadline; calls may still be using them
         self._lock = threading.Lock()
+
+    @property
+    def deadline_s(self) -> float:
+        """Read on every call, so a changed `search.llm_deadline_ms` applies to the next search."""
+        return self.settings.search.llm_deadline_ms / 1000
 
     def client(self) -> LlmClient:
         """The client, or AssistFailed(not-configured)."""
@@ -60,14 +58,18 @@ class SearchLlm:
             raise AssistFailed(NOT_CONFIGURED, 'no LLM is configured ([llm] backend = "none")')
         if not llm.url or not llm.model:
             raise AssistFailed(NOT_CONFIGURED, '[llm] backend = "openai" needs url and model')
+        deadline_s = self.deadline_s
         with self._lock:
+            if self._client is not None and self._client.timeout_s != deadline_s:
+                self._retired.append(self._client)
+                self._client = None
             if self._client is None:
                 try:
-                    self._client = _SearchClient(
+                    self._client = LlmClient(
                         llm.url,
                         llm.model,
                         api_key=llm.api_key,
-                        timeout_s=self.deadline_s,
+                        timeout_s=deadline_s,
                         retries=0,
                         temperature=llm.temperature,
                         max_tokens=llm.max_tokens,
@@ -79,23 +81,13 @@ class SearchLlm:
     def start(self, system: str, user: str, schema: dict[str, Any], name: str) -> Pending[dict[str, Any]]:
         """Send the request now, in the background; `result()` waits for it until the deadline."""
         client = self.client()
-        return Pending(lambda: client.complete_json(system, user, schema, name), self.deadline_s)
+        return Pending(lambda: client.complete_json(system, user, schema, name), client.timeout_s)
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-
-class _SearchClient(LlmClient):
-    """The shared client, refusing answers longer than MAX_ANSWER_CHARS before parsing them."""
-
-    def _parse(self, content: str, finish_reason: Any, schema: dict[str, Any], name: str) -> dict[str, Any]:
-        if len(content) > MAX_ANSWER_CHARS:
-            what = f"answered {len(content)} characters; search reads at most {MAX_ANSWER_CHARS}"
-            raise self._bad(name, what, "too_long")
-        return super()._parse(content, finish_reason, schema, name)
+            for client in [*self._retired, *([self._client] if self._client else [])]:
+                client.close()
+            self._client, self._retired = None, []
 
 
 class Pending(Generic[T]):

@@ -4,22 +4,30 @@ Two kinds of work run matrix products in Dory, and they want different thread co
 
 * **Batch embedding** (`dory reindex`, the daemon's background embedder): large products, where a
   second BLAS thread helps when a core is free.
-* **The query path** (embed one short query, score it against the vectors): small or memory-bound
-  products, where threads buy almost nothing when the machine is idle and cost a lot when it is busy.
-  OpenBLAS threads spin-wait for each other; when another process holds a core, every product waits
-  for a descheduled thread and a 2-thread query ran 5-19x slower than a 1-thread one (measured with
-  scripts/bench/bench_search.py --busy 2 on a 2-core machine). So the query path always runs on ONE
-  BLAS thread: `single_blas_thread()` wraps it (dory/search/semantic.py).
+* **The query path** (embed one short query, score it against the vectors): thin products whose cost
+  is reading weights and vectors, where a second thread gains little when the machine is idle and
+  costs a lot when it is busy. OpenBLAS threads spin-wait for each other; when other processes hold
+  the cores, every product waits for a descheduled thread. Measured on 2 cores with 1.7 cores already
+  used by other processes (scripts/bench/bench_search.py --threads-only, 100k chunks): one query's
+  embedding p50/p95 55/98 ms on 1 BLAS thread against 378/1264 ms on 2; with 2 more busy loops
+  111/192 against 1043/3247 ms. So the query path always runs on ONE BLAS thread:
+  `single_blas_thread()` wraps it (dory/search/semantic.py, MiniLMEmbedder.embed_query).
+* **The daemon's background embedder** runs on `background_blas_threads()` (1 unless
+  DORY_BLAS_THREADS is set): embedding a batch of 32 chunks on the busy machine gave 2.6 chunks/s on
+  1 thread and 0.4 on 2 (6.8 against 0.8 without the extra busy loops; a scratch measurement). It
+  shares its process with the queries the daemon serves; see dory/daemon/embedder.py.
 
 Process defaults (`configure_blas_threads`, called first thing by every embedding process: the CLI
 entry point, which includes the daemon, and the bench scripts): the BLAS thread variables are set to
-the usable CPU count, unless the user set them (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
-MKL_NUM_THREADS) or chose `DORY_BLAS_THREADS`. It changes os.environ, so no module calls it at
-import time; if numpy was imported before the call, OpenBLAS's own default (all cores) applies.
+`default_blas_threads()`: DORY_BLAS_THREADS, else the usable CPU count (a foreground `dory reindex`
+may use every core), unless the user set them (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
+MKL_NUM_THREADS). It changes os.environ, so no module calls it at import time; if numpy was
+imported before the call, OpenBLAS's own default (all cores) applies.
 
-FAISS runs its OpenMP loops on all cores by default. Dory's flat index is searched with numpy (one
-product, see dory/index/vectors.py), so FAISS threads matter only for IVF search and index building;
-`single_blas_thread()` does not touch them (see `faiss_threads` there for the measured choice).
+FAISS runs its OpenMP loops on all cores by default. Its count is per calling thread (libgomp), so
+dory/index/vectors.py holds a search to one OpenMP thread for its caller only (IndexFlatIP nq=1 at
+100k, same load as above: p50 48 ms on 1 thread, 130 ms on 2), and index building elsewhere keeps
+every core. Dory's flat index is scored with a numpy product, which follows the BLAS policy.
 
 OpenBLAS's thread count is one setting for the whole process, not per thread: while a query holds
 the limit, a batch embedding in another thread of the same process (the daemon) also runs on one

@@ -6,11 +6,12 @@ rebuilt as `IndexIVFFlat` (inner product, nlist ≈ 4·√N). The file is only e
 
 Threads: a search runs FAISS on ONE OpenMP thread (`_one_omp_thread`). A single query gains nothing
 from FAISS's threads, and when other processes hold the cores its spinning OpenMP team collapses
-(IndexFlatIP at 100k, nq=1, 2 busy loops on 2 cores: p50 77 ms on 1 thread, 210 ms on 2; measured
-by scripts/bench/bench_search.py). libgomp keeps the thread count per calling thread, so this does
-not slow the writer thread's rebuilds and IVF training, which keep every core. The flat index is
-searched with a numpy product instead of FAISS; its BLAS threads follow the query path's policy
-(dory/cpu.py, applied by dory/search/semantic.py).
+(IndexFlatIP at 100k, nq=1, on 2 cores already busy with other processes: p50 48 ms on 1 thread,
+130 ms on 2; with 2 more busy loops 88 against 249 ms; scripts/bench/bench_search.py --threads-only).
+libgomp keeps the thread count per calling thread, so this does not slow the writer thread's
+rebuilds and IVF training, which keep every core. The flat index is searched with a numpy product
+instead of FAISS; its BLAS threads follow the query path's policy (dory/cpu.py, applied by
+dory/search/semantic.py).
 """
 
 from __future__ import annotations

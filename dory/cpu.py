@@ -103,7 +103,8 @@ def configure_blas_threads() -> None:
 class _OpenBlas:
     """numpy's OpenBLAS library through ctypes: get and set its (process-wide) thread count."""
 
-    def __init__(self, lib: ctypes.CDLL, setter: str) -> None:
+    def __init__(self, lib: ctypes.CDLL, setter: str, path: str) -> None:
+        self.path = path
         self._set = getattr(lib, setter)
         self._set.argtypes = [ctypes.c_int]
         self._set.restype = None
@@ -119,18 +120,24 @@ class _OpenBlas:
 
 
 def _candidate_paths() -> list[str]:
-    """Files that may be numpy's OpenBLAS: the loaded ones (Linux), then those shipped in numpy wheels."""
+    """Files that may be numpy's OpenBLAS, numpy's own first.
+
+    Other libraries bundle their own OpenBLAS (faiss-cpu ships one in faiss_cpu.libs); limiting that
+    one would leave numpy's products untouched, so only files in numpy's wheel folders (numpy.libs,
+    numpy/.dylibs, scipy_openblas64) count, and a loaded OpenBLAS elsewhere only when the path names
+    numpy (a system numpy linked to its own)."""
     found: list[str] = []
-    try:
-        with open("/proc/self/maps") as handle:
-            found += sorted({line.split()[-1] for line in handle if "openblas" in line.lower() and "/" in line})
-    except OSError:
-        pass
     numpy_module = sys.modules.get("numpy")
     if numpy_module is not None and getattr(numpy_module, "__file__", None):
         package = Path(str(numpy_module.__file__)).parent
         for folder in (package.parent / "numpy.libs", package / ".dylibs", package.parent / "scipy_openblas64" / "lib"):
             found += sorted(glob.glob(str(folder / "*openblas*")))
+    try:
+        with open("/proc/self/maps") as handle:
+            loaded = {line.split()[-1] for line in handle if "openblas" in line.lower() and "/" in line}
+        found += sorted(path for path in loaded if "numpy" in path)
+    except OSError:
+        pass
     return found
 
 
@@ -154,10 +161,17 @@ def _openblas() -> _OpenBlas | None:
                 continue
             setter = next((name for name in _SETTER_NAMES if hasattr(lib, name)), None)
             if setter is not None:
-                _blas = _OpenBlas(lib, setter)
+                _blas = _OpenBlas(lib, setter, path)
                 break
         _blas_searched = True
     return _blas
+
+
+def blas_library() -> str | None:
+    """The path of the OpenBLAS library the limits act on (numpy's), None when none was found."""
+    with _blas_lock:
+        blas = _openblas()
+        return None if blas is None else blas.path
 
 
 def blas_threads() -> int | None:

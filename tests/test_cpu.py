@@ -91,3 +91,13 @@ def test_dory_blas_threads_overrides_both_defaults(
     expected = cpu.usable_cpu_count() if foreground == "cpus" else foreground
     assert cpu.default_blas_threads() == expected
     assert cpu.background_blas_threads() == background
+
+
+def test_the_limit_acts_on_numpys_openblas_not_one_another_library_bundles() -> None:
+    """faiss-cpu ships its own OpenBLAS; setting that one would leave numpy's products on every core."""
+    import faiss  # noqa: F401  (loads faiss's OpenBLAS into the process)
+
+    library = cpu.blas_library()
+    assert library is not None
+    assert "faiss" not in library
+    assert "numpy" in library or "scipy_openblas" in library

@@ -4,6 +4,12 @@ It reads pending chunks on its own read-only connection, embeds them (the slow p
 lock or transaction), and hands the vectors to the writer thread, which records only those whose
 chunk is still there with the same content. New text is therefore searchable by keywords at once
 and by meaning as soon as this thread reaches it.
+
+Threads: the daemon is background work on a machine someone is using, so on start this worker sets
+numpy's BLAS to `dory.cpu.background_blas_threads()` (1 unless DORY_BLAS_THREADS says otherwise)
+for the whole daemon process (OpenBLAS has one count per process). Two BLAS threads embed faster only
+while a core is free; when other processes hold the cores they collapse (2 cores, 2 busy loops: 0.4
+chunks/s on 2 threads against 2.6 on 1), and queries served by the same process then wait behind them.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from dory.cpu import background_blas_threads, set_blas_threads
 from dory.daemon.health import PartHealth, guarded
 from dory.daemon.writer import IndexWriter
 from dory.errors import DaemonNotRunning
@@ -58,6 +65,7 @@ class EmbedWorker:
         if self.writer.vectors is None:
             return  # no embedder configured, or it could not load: lexical only
         self.stats.enabled = True
+        set_blas_threads(background_blas_threads())  # process-wide; see the module docstring
         self._thread.start()
 
     def stop(self, timeout_s: float = 30.0) -> None:

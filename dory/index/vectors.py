@@ -3,18 +3,40 @@
 Small corpora use an exact `IndexIDMap2(IndexFlatIP)`; past `ivf_threshold` vectors the store is
 rebuilt as `IndexIVFFlat` (inner product, nlist ≈ 4·√N). The file is only ever replaced whole
 (temp file, fsync, rename), so a reader sees the old or the new index, never half of one.
+
+Threads: a search runs FAISS on ONE OpenMP thread (`_one_omp_thread`). A single query gains nothing
+from FAISS's threads, and when other processes hold the cores its spinning OpenMP team collapses
+(IndexFlatIP at 100k, nq=1, on 2 cores already busy with other processes: p50 48 ms on 1 thread,
+130 ms on 2; with 2 more busy loops 88 against 249 ms; scripts/bench/bench_search.py --threads-only).
+libgomp keeps the thread count per calling thread, so this does not slow the writer thread's
+rebuilds and IVF training, which keep every core. The flat index is searched with a numpy product
+instead of FAISS; its BLAS threads follow the query path's policy (dory/cpu.py, applied by
+dory/search/semantic.py).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import faiss
 import numpy as np
 
 IVF_NPROBE = 48
+
+
+@contextmanager
+def _one_omp_thread() -> Iterator[None]:
+    """FAISS on one OpenMP thread for this calling thread only (libgomp's setting is per thread)."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 class VectorStore:
@@ -120,7 +142,8 @@ class VectorStore:
         params.nprobe = IVF_NPROBE
         if allowed is not None:
             params.sel = faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
-        scores, ids = self.index.search(query, k, params=params)
+        with _one_omp_thread():
+            scores, ids = self.index.search(query, k, params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
     def _flat_search(self, query: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:

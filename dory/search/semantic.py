@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 
+from dory.cpu import single_blas_thread
 from dory.errors import BackendUnavailable
 from dory.index.embedders.base import Embedder
 from dory.index.store import IndexStore
@@ -40,9 +41,12 @@ class LiveVectors:
             raise BackendUnavailable(
                 "the embedding model changed since vectors were built; `dory reindex` rebuilds them"
             )
-        query_vector = self._embedder().embed_query(query)  # outside the lock: the slow part
-        with self._lock:
-            return self._vectors().search(query_vector, k, allowed)
+        # The query path runs numpy's BLAS on one thread (embedding and the flat index's product):
+        # threads gain little here and collapse when other processes hold the cores (dory/cpu.py).
+        with single_blas_thread():
+            query_vector = self._embedder().embed_query(query)  # outside the lock: the slow part
+            with self._lock:
+                return self._vectors().search(query_vector, k, allowed)
 
     def pending(self) -> int:
         return pending_count(self._store)

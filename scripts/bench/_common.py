@@ -249,10 +249,14 @@ class MachineLoad:
 
 @contextmanager
 def busy_loops(count: int) -> Iterator[None]:
-    """`count` busy-loop processes (`while True: pass`) for the block: a loaded machine on purpose."""
+    """`count` busy-loop processes for the block: a loaded machine on purpose.
+
+    Each loop also ends when this process is gone (its parent changes), so a benchmark killed
+    without running its `finally` (SIGTERM, SIGKILL) leaves no loop burning a core."""
     import subprocess
 
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    loop = f"import os\nwhile os.getppid() == {os.getpid()}: pass"
+    loops = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(count)]
     try:
         yield
     finally:

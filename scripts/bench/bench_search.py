@@ -10,12 +10,19 @@ copy under `copy2/` and so on when one is not enough). Built corpora and indexes
 Vectors are SYNTHETIC AROUND REAL ONES: embedding 100k chunks takes over an hour on 2 cores, so a random
 sample of real chunks (2,000 by default) is embedded with MiniLM; those chunks keep their real vectors and
 every other chunk gets a randomly chosen sample vector plus gaussian noise (σ = 0.02 per dimension),
-L2-normalised. They are stored the way the vector pass stores them (`chunks.has_vector`, the `fingerprint`
+L2-normalised. They are stored the way the vector pass stores them (`chunks.vector_hash`, the `fingerprint`
 meta, the FAISS file), and a fresh `DoryService` loads them as a user's would. Query embedding is real.
 
 Measured with real queries from mdcorpus/queries_*.jsonl (every tree): `svc.search` in bm25, vector and
 hybrid mode (p50/p95/p99), against numpy brute force and FAISS IndexFlatIP on the same vectors and the
 bare query embedding; plus the one-shot CLI `dory search` (a new process each time, hybrid).
+
+Threads and load (`--busy N`, default 2; 0 skips it): the vector side of the query path is measured
+again on a fresh service, first as the machine is, then with N busy-loop processes running (a loaded
+machine on purpose): hybrid and vector `svc.search` (Dory's policy: one BLAS thread, one FAISS thread;
+dory/cpu.py), next to same-process baselines on 1 and on all usable CPUs: the bare query embedding,
+numpy `X @ q` + argpartition over the same vectors, and FAISS IndexFlatIP nq=1 (OpenMP threads).
+`--threads-only` measures just this part (quick runs while tuning).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from _common import (
     bench_dir,
     blas_thread_count,
     blas_threads,
+    busy_loops,
     busy_machine_warning,
     current_rss_mb,
     log,
@@ -55,6 +63,7 @@ from _common import (
     table,
     timed,
     unpack,
+    usable_cpus,
 )
 
 from dory.corpus.paths import IgnoreRules, is_note
@@ -143,7 +152,7 @@ def chunk_texts(svc: Any, ids: list[int]) -> list[str]:
 def build_vectors(work: Path, sample_size: int, noise: float) -> dict[str, Any]:
     """Real MiniLM vectors for a sample of chunks, synthetic ones (sample + noise) for the rest."""
     svc = make_service(work / "corpus", work / "state")
-    embedder = svc.embedder
+    embedder = svc.resources.require_embedder()
     fingerprint = fingerprint_key(embedder.fingerprint())
     ids = np.array([r[0] for r in svc.store.conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
     rng = np.random.default_rng(20240501)
@@ -160,7 +169,7 @@ def build_vectors(work: Path, sample_size: int, noise: float) -> dict[str, Any]:
     store = VectorStore(embedder.dims, cfg.vector_index, cfg.ivf_threshold)
     store.rebuild(ids, vectors)
     with svc.store.conn:
-        svc.store.conn.execute("UPDATE chunks SET has_vector = 1")
+        svc.store.conn.execute("UPDATE chunks SET vector_hash = content_hash")
         svc.store.set_meta("fingerprint", fingerprint)
     store.save(svc.settings.faiss_path)
     svc.close()
@@ -185,7 +194,7 @@ def prepare(size: int, source: Path, args: argparse.Namespace) -> tuple[Path, di
         corpus_info = build_corpus(work, source, size)
     vec_info = _read_json(work / "vectors.json")
     svc = make_service(work / "corpus", work / "state")
-    fingerprint = fingerprint_key(svc.embedder.fingerprint())
+    fingerprint = fingerprint_key(svc.resources.require_embedder().fingerprint())
     svc.close()
     if (
         vec_info is None
@@ -265,7 +274,7 @@ def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Na
         log(f"--- cProfile of {len(queries)} hybrid searches (times inflated by profiling) ---\n{text.getvalue()}")
 
     # Baselines on the very same vectors, taking turns on each query vector like the modes above.
-    embedder, store = svc.embedder, svc.vectors()
+    embedder, store = svc.resources.require_embedder(), svc.resources.vectors()
     qtimes, q1times, qvecs = [], [], []
     for n, q in enumerate(queries):
         for one_thread in (n % 2 == 1, n % 2 == 0):
@@ -342,6 +351,93 @@ def cli_runs(work: Path, queries: list[str], runs: int) -> dict[str, Any]:
     }
 
 
+# -- the query path's threads, idle and busy ------------------------------------------------------
+def measure_threads(work: Path, queries: list[str], busy: int) -> dict[str, Any]:
+    """The vector side of the query path as the machine is, then with `busy` busy loops (see docstring)."""
+    svc = make_service(work / "corpus", work / "state")
+    svc.search(SearchRequest(query=queries[0], mode="hybrid"))  # loads the model and the FAISS file
+    embedder, store = svc.resources.require_embedder(), svc.resources.vectors()
+    matrix = _matrix_of(store)
+    flat = faiss.IndexFlatIP(matrix.shape[1])
+    flat.add(matrix)
+    cpus = usable_cpus()
+    vectors = [embedder.embed_query(q) for q in queries]
+
+    def faiss_on(threads: int, v: np.ndarray) -> None:
+        faiss.omp_set_num_threads(threads)  # this thread only (libgomp)
+        flat.search(v.reshape(1, -1), TOP_K)
+
+    # run name → a call on query number n; embed_documents has no thread limit of its own, so the
+    # blasN runs measure what the query path cost before Dory's policy held it to one thread.
+    calls: dict[str, Any] = {
+        "hybrid": lambda n: svc.search(SearchRequest(query=queries[n], mode="hybrid")),
+        "vector": lambda n: svc.search(SearchRequest(query=queries[n], mode="vector")),
+        "query_embedding_policy": lambda n: embedder.embed_query(queries[n]),
+        "query_embedding_blas1": lambda n: _with_blas(1, embedder.embed_documents, [queries[n]]),
+        "query_embedding_blasN": lambda n: _with_blas(cpus, embedder.embed_documents, [queries[n]]),
+        "numpy_blas1": lambda n: _with_blas(1, _numpy_top, matrix, vectors[n], TOP_K),
+        "numpy_blasN": lambda n: _with_blas(cpus, _numpy_top, matrix, vectors[n], TOP_K),
+        "faiss_flat_omp1": lambda n: faiss_on(1, vectors[n]),
+        "faiss_flat_ompN": lambda n: faiss_on(cpus, vectors[n]),
+    }
+    out: dict[str, Any] = {"cpus": cpus, "busy_loops": busy, "passes": {}}
+    for label, loops in (("as_is", 0), (f"busy{busy}", busy)) if busy else (("as_is", 0),):
+        with busy_loops(loops):
+            load = MachineLoad()
+            out["passes"][label] = {**_take_turns(calls, len(queries)), "machine": load.report()}
+    faiss.omp_set_num_threads(cpus)
+    svc.close()
+    return out
+
+
+def _with_blas(threads: int, fn: Any, *args: Any) -> Any:
+    with blas_threads(threads):
+        return fn(*args)
+
+
+def _take_turns(calls: dict[str, Any], count: int) -> dict[str, dict[str, float]]:
+    """Each call on each query number, the first call rotating, so load falls on every run alike."""
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for n in range(-2, count):  # two warm-up rounds
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            t0 = time.perf_counter()
+            calls[name](max(n, 0))
+            if n >= 0:
+                times[name].append(time.perf_counter() - t0)
+    return {name: ms_stats(values) for name, values in times.items()}
+
+
+THREAD_ROWS = (
+    ("svc.search hybrid (Dory's policy)", "hybrid"),
+    ("svc.search vector (Dory's policy)", "vector"),
+    ("query embedding (Dory's policy)", "query_embedding_policy"),
+    ("  baseline: query embedding, BLAS 1", "query_embedding_blas1"),
+    ("  baseline: query embedding, BLAS N", "query_embedding_blasN"),
+    ("  baseline: numpy X @ q, BLAS 1", "numpy_blas1"),
+    ("  baseline: numpy X @ q, BLAS N", "numpy_blasN"),
+    ("  baseline: FAISS FlatIP nq=1, OMP 1", "faiss_flat_omp1"),
+    ("  baseline: FAISS FlatIP nq=1, OMP N", "faiss_flat_ompN"),
+)
+
+
+def render_threads(t: dict[str, Any]) -> list[str]:
+    passes = t["passes"]
+    headers = ["ms (p50 / p95)"] + [
+        f"{label} (others {p['machine']['others_cores']:.1f} cores)"
+        if p["machine"]["others_cores"] is not None
+        else label
+        for label, p in passes.items()
+    ]
+    rows = [
+        [label] + [f"{p[key]['p50']:.1f} / {p[key]['p95']:.1f}" for p in passes.values()] for label, key in THREAD_ROWS
+    ]
+    return [
+        f"threads and load: N = {t['cpus']} usable CPUs; busy pass = {t['busy_loops']} busy loops",
+        table(headers, rows),
+    ]
+
+
 # -- main ------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> dict[str, Any]:
     root = unpack("mdcorpus")
@@ -362,7 +458,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         work, corpus_info, vec_info = prepare(size, root / "corpus", args)
         log(f"[{size:,}] measuring …")
         load = MachineLoad()
-        figures = measure(work, queries, warmup, args)
+        figures = {} if args.threads_only else measure(work, queries, warmup, args)
+        figures["threads"] = measure_threads(work, queries[: args.load_queries], args.busy)
         result["sizes"][str(size)] = {"corpus": corpus_info, "vectors": vec_info, **figures, "machine": load.report()}
     return result
 
@@ -382,6 +479,9 @@ def render(r: dict[str, Any]) -> str:
             f"({c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} of the source notes), "
             f"{v['vectors']:,} vectors ({v['real_sample']:,} real), {'IVF' if v['ivf'] else 'flat'} index",
         ]
+        out += render_threads(s["threads"]) if "threads" in s else []
+        if "bm25" not in s:  # --threads-only
+            continue
         rows = []
         for label, key, target in [
             ("svc.search bm25", "bm25", TARGET_TEXT["bm25"]),
@@ -429,6 +529,9 @@ def main() -> None:
     parser.add_argument("--sample-vectors", type=int, default=2000, help="chunks embedded for real")
     parser.add_argument("--noise", type=float, default=0.02, help="σ of the per-dimension noise")
     parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--busy", type=int, default=2, help="busy-loop processes for the loaded pass (0: none)")
+    parser.add_argument("--load-queries", type=int, default=60, help="queries per pass of the threads/load part")
+    parser.add_argument("--threads-only", action="store_true", help="measure only the threads/load part")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached corpora and vectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the hybrid searches (to stderr)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")

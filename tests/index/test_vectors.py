@@ -59,3 +59,36 @@ def test_flat_store_grown_past_the_threshold_asks_to_be_retyped() -> None:
     store = VectorStore(16, "auto", ivf_threshold=1000)
     store.add(np.arange(1200), unit_rows(1200))
     assert store.needs_retype()
+
+
+def test_an_ivf_search_runs_faiss_on_one_thread_of_this_thread_only() -> None:
+    """libgomp keeps the count per thread: the search limits and restores its own, nobody else's."""
+    import threading
+
+    import faiss
+
+    from dory.index.vectors import _one_omp_thread
+
+    vectors = unit_rows(2000)
+    store = VectorStore(16, kind="ivf")
+    store.rebuild(np.arange(2000), vectors)
+    assert store.is_ivf
+
+    def in_another_thread() -> int:
+        seen: list[int] = []
+        other = threading.Thread(target=lambda: seen.append(faiss.omp_get_max_threads()))
+        other.start()
+        other.join()
+        return seen[0]
+
+    default, before = in_another_thread(), faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(2)
+    try:
+        with _one_omp_thread():
+            assert faiss.omp_get_max_threads() == 1
+            assert in_another_thread() == default
+        assert faiss.omp_get_max_threads() == 2
+        assert store.search(vectors[5], 1)[0][0] == 5
+        assert faiss.omp_get_max_threads() == 2
+    finally:
+        faiss.omp_set_num_threads(before)

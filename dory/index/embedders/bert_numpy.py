@@ -1,9 +1,10 @@
 """A BERT encoder forward pass in plain numpy (float32), with mean pooling.
 
 Written for all-MiniLM-L6-v2 but generic over BertConfig. The matrix products go to numpy's BLAS and
-run on all cores; the element-wise steps (softmax, GELU, LayerNorm) are single-threaded numpy, so they
-work in place and on row blocks small enough to stay in the CPU cache, which is where most of the
-speed comes from (see `_ROW_BLOCK`).
+run on as many threads as the thread policy gives them (dory/cpu.py: the usable CPUs for `dory
+reindex`, one for a query and for the daemon's background embedder); the element-wise steps
+(softmax, GELU, LayerNorm) are single-threaded numpy, so they work in place and on row blocks small
+enough to stay in the CPU cache, which is where most of the speed comes from (see `_ROW_BLOCK`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,14 @@ same vectors and the same fingerprint, so an index built with one can be searche
 
 Texts are sorted by token length and encoded in micro-batches of similar length, so short texts are
 not padded to the length of long ones; the result rows are put back in the caller's order.
+
+Threads (numpy runtime; the policy and its measurements are in dory/cpu.py): `embed_query` always
+runs numpy's BLAS on one thread. One short text is a handful of thin products whose cost is reading
+the 90 MB of weights, so a second thread gains nothing idle and, when other processes hold the
+cores, turns ~10 ms into hundreds. `embed_documents` uses the process's count: all usable CPUs in
+`dory reindex`, one in the daemon (dory/daemon/embedder.py), DORY_BLAS_THREADS when set. The vectors
+do not depend on the thread count (equal to 1e-6, tested). The torch runtime keeps torch's own
+thread setting (torch.set_num_threads in bert_torch), which this policy does not change.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dory.cpu import single_blas_thread
 from dory.errors import ConfigError, ModelUnavailable
 
 from .base import Fingerprint, PrefixedEmbedder, l2_normalize_rows
@@ -89,6 +98,12 @@ class MiniLMEmbedder(PrefixedEmbedder):
         return self._get_tokenizer().count(text)
 
     # -- embedding -------------------------------------------------------------------------------
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One short text: on one BLAS thread, which is as fast idle and far faster on a busy machine
+        (the thread policy in dory/cpu.py)."""
+        with single_blas_thread():
+            return super().embed_query(text)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         result = np.zeros((len(texts), DIMS), dtype=np.float32)

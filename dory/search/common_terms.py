@@ -1,11 +1,11 @@
-"""Which of a query's words are common in the index: the lexical retriever leaves them out of its MATCH.
+"""How common each of a query's words is in the index: the lexical retriever splits the common ones off.
 
 A word found in a large share of the chunks ("use", "cmdlet" in PowerShell docs, "cells" in papers)
 adds little to a bm25 score (FTS5's idf is log((N - n + 0.5) / (n + 0.5)), and zero past half the
 rows), yet an OR with it makes FTS5 score nearly every row: the cost of a lexical search is about
-the number of rows its MATCH admits. Counting a word's rows is cheap next to scoring them, and is
-capped at the threshold, so deciding costs at most a short doclist walk per word; the answers are
-kept per index state, keyed by FTS5's own totals record (it changes with every write).
+the number of rows its MATCH admits. Counting a word's rows is cheap next to scoring them, and the
+count stops at the largest share that matters, so it costs at most a short doclist walk per word;
+the counts are kept per index state, keyed by FTS5's own totals record (it changes with every write).
 """
 
 from __future__ import annotations
@@ -13,34 +13,39 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-# A word in more than this share of the chunks is common. Its idf at the threshold is about 2.2,
-# against 5 to 9 for the words that find a note; see scripts/bench/bench_quality.py for its effect.
-COMMON_SHARE = 0.10
+# The shares of the chunks above which a word counts as common, tried in turn (lexical.py). The idf
+# of a word in 1% of the rows is about 4.6, at 10% about 2.2, against 5 to 9 for the words that find
+# a note. Measured with scripts/bench/bench_search.py and bench_quality.py (issue 19).
+COMMON_SHARES = (0.01, 0.10)
 _CACHE_SIZE = 50_000
 
 _lock = threading.Lock()
-_cache: dict[tuple[str, bytes], dict[str, bool]] = {}
+_cache: dict[tuple[str, bytes], dict[str, int]] = {}
 
 
-def common_terms(conn: sqlite3.Connection, table: str, terms: list[str]) -> set[str]:
-    """The terms (each matched on its own as a quoted string) found in more than COMMON_SHARE of the rows."""
-    if not terms:
-        return set()
+def term_rows(conn: sqlite3.Connection, table: str, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """(rows in the table, {term: rows holding it}); a count above the largest share stops just past it."""
     totals = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-    if totals is None:
-        return set()
-    rows = _first_varint(bytes(totals[0]))
-    cap = int(rows * COMMON_SHARE)
+    if totals is None or not terms:
+        return 0, {}
+    key = (table, bytes(totals[0]))
+    rows = _first_varint(key[1])
+    cap = int(rows * max(COMMON_SHARES)) + 1
     with _lock:
-        known = _cache.setdefault((table, bytes(totals[0])), {})
-        if len(_cache) > 4 or len(known) > _CACHE_SIZE:  # an old index state, or too many words
-            _cache.clear()
-            known = _cache.setdefault((table, bytes(totals[0])), {})
+        if key not in _cache and (len(_cache) >= 4 or sum(len(v) for v in _cache.values()) > _CACHE_SIZE):
+            _cache.clear()  # older index states, or too many words
+        known = _cache.setdefault(key, {})
         missing = [term for term in terms if term not in known]
-    found = {term: _count(conn, table, term, cap + 1) > cap for term in missing}
+    found = {term: _count(conn, table, term, cap) for term in missing}
     with _lock:
         known.update(found)
-        return {term for term in terms if known.get(term, found.get(term, False))}
+        return rows, {term: known.get(term, found.get(term, 0)) for term in terms}
+
+
+def common_terms(conn: sqlite3.Connection, table: str, terms: list[str], share: float) -> set[str]:
+    """The terms (each matched alone as a quoted string) found in more than `share` of the rows."""
+    rows, counts = term_rows(conn, table, terms)
+    return {term for term, n in counts.items() if n > rows * share}
 
 
 def _count(conn: sqlite3.Connection, table: str, term: str, cap: int) -> int:

@@ -3,10 +3,10 @@
 The cost of an FTS5 search is about the number of rows its MATCH admits, each scored by bm25. An OR
 of every query word admits every row holding any of them, and one common word ("use", "cells") can
 make that most of the index. So candidates are first drawn only from the rows that hold a word that
-is not common in the index (common_terms.py), still scored over every word of the query. Only when
-that leaves fewer than `limit` rows does the OR of every word run, and its list is the answer, as
-before. Every row either way holds at least one of the query's own words: a lexical hit stays a
-real term match (floor.py relies on that).
+is not common in the index (in at most 1% of the chunks, then 10%: common_terms.py), still scored
+over every word of the query. Only when that leaves fewer than `limit` rows does the OR of every word
+run, and its list is the answer, as before. Every row either way holds at least one of the query's
+own words: a lexical hit stays a real term match (floor.py relies on that).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from dory.index.store import IndexStore
 from dory.models import Scope
-from dory.search.common_terms import common_terms
+from dory.search.common_terms import COMMON_SHARES, term_rows
 from dory.search.query import ParsedQuery, fts_match, trigram_match
 from dory.search.scope import scope_sql
 
@@ -38,9 +38,7 @@ def lexical_candidates(store: IndexStore, parsed: ParsedQuery, scope: Scope, lim
 
 def _words(store: IndexStore, parsed: ParsedQuery, scope: Scope, limit: int) -> list[tuple[int, float]]:
     """The FTS5 list: rows with a distinctive word when they fill `limit`, else the OR of every word."""
-    split = _split(store, parsed)
-    if split is not None:
-        distinctive, common = split
+    for distinctive, common in _splits(store, parsed):
         # Two disjoint sets, each scored by bm25 over every word (a phrase of NOT's right side has no
         # hit in a row it admits, so it adds nothing): their merged top `limit` is the OR list's top
         # `limit` among the rows that hold a distinctive word, with the very same scores.
@@ -53,16 +51,19 @@ def _words(store: IndexStore, parsed: ParsedQuery, scope: Scope, limit: int) -> 
     return _run(store, "chunks_fts", _BM25, match, scope, limit) if match is not None else []
 
 
-def _split(store: IndexStore, parsed: ParsedQuery) -> tuple[str, str] | None:
-    """(MATCH of the distinctive clauses, MATCH of the common words), or None when there is no split."""
+def _splits(store: IndexStore, parsed: ParsedQuery) -> list[tuple[str, str]]:
+    """(MATCH of the distinctive clauses, MATCH of the common words), strictest share first, no repeats."""
     if len(parsed.terms) < 2:
-        return None
-    common = common_terms(store.conn, "chunks_fts", parsed.terms)
-    if not common:
-        return None
-    distinctive = fts_match(replace(parsed, terms=[term for term in parsed.terms if term not in common]))
-    frequent = fts_match(ParsedQuery(raw=parsed.raw, terms=[term for term in parsed.terms if term in common]))
-    return (distinctive, frequent) if distinctive is not None and frequent is not None else None
+        return []
+    rows, counts = term_rows(store.conn, "chunks_fts", parsed.terms)
+    out: list[tuple[str, str]] = []
+    for share in COMMON_SHARES:
+        common = [term for term in parsed.terms if counts[term] > rows * share]
+        distinctive = fts_match(replace(parsed, terms=[term for term in parsed.terms if term not in common]))
+        frequent = fts_match(ParsedQuery(raw=parsed.raw, terms=common))
+        if distinctive is not None and frequent is not None and (distinctive, frequent) not in out:
+            out.append((distinctive, frequent))
+    return out
 
 
 def _run(store: IndexStore, table: str, rank: str, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:

@@ -498,7 +498,7 @@ def render_lexical(lex: dict[str, Any]) -> list[str]:
     rows = []
     for label, key in [
         ("svc.search bm25 (turns with the rows below)", "svc_search_bm25"),
-        ("  Dory lexical retriever (AND first, top 50)", "retriever"),
+        ("  Dory lexical retriever (this build, top 50)", "retriever"),
         ("  what-if: retriever as before (OR only, top 50)", "retriever_or_only"),
         ("  baseline: bare FTS5 MATCH … ORDER BY rank LIMIT 10", "bare_fts5"),
     ]:

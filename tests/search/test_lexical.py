@@ -58,7 +58,7 @@ BETA = ["beta/only.md", "both/one.md", "both/two.md", "kept/gamma.md"]
 
 
 def test_rows_with_a_distinctive_word_come_first_scored_over_every_word(svc) -> None:
-    assert common_terms(svc.store.conn, "chunks_fts", ["alpha", "beta"]) == {"alpha"}
+    assert common_terms(svc.store.conn, "chunks_fts", ["alpha", "beta"], 0.10) == {"alpha"}
     found = lexical(svc, "alpha beta", limit=4)
     assert sorted(paths(svc, [i for i, _ in found])) == BETA
     # the OR list's own order and scores, restricted to the rows holding the distinctive word
@@ -98,13 +98,13 @@ def test_scope_with_too_few_distinctive_rows_falls_back_to_or(svc) -> None:
 
 
 def test_common_words_follow_the_index(svc, write_corpus) -> None:
-    assert common_terms(svc.store.conn, "chunks_fts", ["beta", "filler"]) == {"filler"}
+    assert common_terms(svc.store.conn, "chunks_fts", ["beta", "filler"], 0.10) == {"filler"}
     root = svc.settings.corpus
     for n in range(40):
         (root / "more").mkdir(exist_ok=True)
         (root / "more" / f"b{n}.md").write_text(f"Beta again {n}.\n")
     svc.reindex(ReindexRequest())
-    assert common_terms(svc.store.conn, "chunks_fts", ["beta", "filler"]) == {"beta", "filler"}
+    assert common_terms(svc.store.conn, "chunks_fts", ["beta", "filler"], 0.10) == {"beta", "filler"}
 
 
 HOSTILE = [

@@ -51,7 +51,8 @@ def or_only(svc, query: str, limit: int) -> list[tuple[int, float]]:
 
 
 def lexical(svc, query: str, limit: int, scope: Scope | None = None) -> list[tuple[int, float]]:
-    return lexical_candidates(svc.store, parse_query(query), scope or Scope(), limit)
+    # split_from=0: these small indexes take the path that indexes of MIN_ROWS chunks and more take
+    return lexical_candidates(svc.store, parse_query(query), scope or Scope(), limit, split_from=0)
 
 
 BETA = ["beta/only.md", "both/one.md", "both/two.md", "kept/gamma.md"]
@@ -150,3 +151,8 @@ def test_hostile_queries_give_no_error_and_the_existing_answer(svc, raw: str) ->
 
 def test_only_stopwords_still_search(svc) -> None:
     assert lexical(svc, "what is it", limit=50) == or_only(svc, "what is it", limit=50) != []
+
+
+def test_small_indexes_run_the_plain_or(svc) -> None:
+    parsed = parse_query("alpha beta")
+    assert lexical_candidates(svc.store, parsed, Scope(), 3) == or_only(svc, "alpha beta", limit=3)

@@ -1,6 +1,9 @@
 """Search latency of a warm service at ~10k and ~100k chunks, next to same-process baselines.
 
-    python scripts/bench/bench_search.py [--sizes 10000,100000] [--queries 200] [--json] [--rebuild]
+    python scripts/bench/bench_search.py [--sizes 10000,100000] [--queries 200] [--modes bm25,vector,hybrid]
+                                         [--json] [--rebuild]
+
+`--modes bm25` measures the lexical side only: no vectors are built, no vector baselines, no CLI runs.
 
 Corpora: real notes from mdcorpus (tldr, both PowerShell doc trees and the Obsidian vault, interleaved)
 are copied into a corpus until the lexical index holds at least the target number of chunks (a second
@@ -23,6 +26,11 @@ machine on purpose): hybrid and vector `svc.search` (Dory's policy: one BLAS thr
 dory/cpu.py), next to same-process baselines on 1 and on all usable CPUs: the bare query embedding,
 numpy `X @ q` + argpartition over the same vectors, and FAISS IndexFlatIP nq=1 (OpenMP threads).
 `--threads-only` measures just this part (quick runs while tuning).
+
+The lexical side is measured against a bare FTS5 query on the same table in the same loop
+(`SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT 10`, with the OR of the
+query's quoted terms that Dory builds, since a raw query is not valid FTS5 syntax): on a shared, noisy
+machine the ratio to it is the figure that holds.
 """
 
 from __future__ import annotations
@@ -70,7 +78,9 @@ from dory.corpus.paths import IgnoreRules, is_note
 from dory.index.embedders.base import fingerprint_key
 from dory.index.store import embed_text, title_context
 from dory.index.vectors import VectorStore
-from dory.models import ReindexRequest, SearchRequest
+from dory.models import ReindexRequest, Scope, SearchRequest
+from dory.search.lexical import _BM25, lexical_candidates
+from dory.search.query import fts_match, parse_query
 
 TREES = ("tldr", "powershell-docs", "office-docs-powershell", "obsidian-hub")
 MODES = ("bm25", "vector", "hybrid")
@@ -185,13 +195,15 @@ def build_vectors(work: Path, sample_size: int, noise: float) -> dict[str, Any]:
     return info
 
 
-def prepare(size: int, source: Path, args: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def prepare(size: int, source: Path, args: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
     """The cached corpus + index for `size` chunks, built (or its vectors rebuilt) when missing or stale."""
     work = bench_dir() / f"search-{size}"
     corpus_info = _read_json(work / "corpus.json")
     if args.rebuild or corpus_info is None or not (work / "state" / "index.sqlite").exists():
         log(f"[{size:,}] building the corpus …")
         corpus_info = build_corpus(work, source, size)
+    if not needs_vectors(args):
+        return work, corpus_info, None
     vec_info = _read_json(work / "vectors.json")
     svc = make_service(work / "corpus", work / "state")
     fingerprint = fingerprint_key(svc.resources.require_embedder().fingerprint())
@@ -206,6 +218,10 @@ def prepare(size: int, source: Path, args: argparse.Namespace) -> tuple[Path, di
         log(f"[{size:,}] building vectors …")
         vec_info = build_vectors(work, args.sample_vectors, args.noise)
     return work, corpus_info, vec_info
+
+
+def needs_vectors(args: argparse.Namespace) -> bool:
+    return args.threads_only or bool({"vector", "hybrid"} & set(args.modes))
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -238,17 +254,18 @@ def ms_stats(seconds: list[float]) -> dict[str, float]:
 def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Namespace) -> dict[str, Any]:
     svc = make_service(work / "corpus", work / "state")  # fresh: loads the index like a user's service
     out: dict[str, Any] = {}
-    with timed() as sw:
-        svc.search(SearchRequest(query=(warmup or queries)[0], mode="hybrid"))
-    out["first_hybrid_search_s"] = sw.seconds  # loads the model and the FAISS file
+    if "hybrid" in args.modes:
+        with timed() as sw:
+            svc.search(SearchRequest(query=(warmup or queries)[0], mode="hybrid"))
+        out["first_hybrid_search_s"] = sw.seconds  # loads the model and the FAISS file
     for q in warmup:
-        for mode in MODES:
+        for mode in args.modes:
             svc.search(SearchRequest(query=q, mode=mode))
     # Modes take turns on each query (the first mode rotates), so load from other processes and
     # caches warmed by the previous search fall on every mode alike. "hybrid_blas1" is a what-if:
     # hybrid with numpy's BLAS held to one thread for that call (see `blas_threads`).
     profiler = cProfile.Profile() if args.profile else None
-    runs = [*MODES, "hybrid_blas1"]
+    runs = [*args.modes, *(["hybrid_blas1"] if "hybrid" in args.modes else [])]
     times: dict[str, list[float]] = {run: [] for run in runs}
     hits = dict.fromkeys(runs, 0)
     for n, q in enumerate(queries):
@@ -272,6 +289,12 @@ def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Na
         stats.sort_stats("cumulative").print_stats(40)
         stats.sort_stats("tottime").print_stats(20)
         log(f"--- cProfile of {len(queries)} hybrid searches (times inflated by profiling) ---\n{text.getvalue()}")
+    if "bm25" in args.modes:
+        out["lexical"] = lexical_baselines(svc, queries)
+    if not needs_vectors(args):
+        out["rss_mb"] = current_rss_mb()
+        svc.close()
+        return out
 
     # Baselines on the very same vectors, taking turns on each query vector like the modes above.
     embedder, store = svc.resources.require_embedder(), svc.resources.vectors()
@@ -305,7 +328,41 @@ def measure(work: Path, queries: list[str], warmup: list[str], args: argparse.Na
         out[name] = ms_stats(base_times[name])
     out["rss_mb"] = current_rss_mb()
     svc.close()
-    out["cli"] = cli_runs(work, queries, args.cli_runs)
+    if "hybrid" in args.modes and args.cli_runs > 0:
+        out["cli"] = cli_runs(work, queries, args.cli_runs)
+    return out
+
+
+def lexical_baselines(svc: Any, queries: list[str]) -> dict[str, Any]:
+    """`svc.search` bm25 and Dory's lexical retriever next to bare FTS5, taking turns on each query.
+
+    "bare FTS5" is the floor: FTS5's own rank over the OR of the query's quoted terms, top 10, no
+    weights, no join. "OR only" is the retriever as it was before AND-first (the weighted OR list).
+    """
+    conn = svc.store.conn
+    bare_sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT 10"
+    or_sql = f"SELECT rowid, {_BM25} AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?"
+    limit = max(svc.settings.search.candidates, 10 * 5)
+    parsed = [parse_query(q) for q in queries]
+    matches = [fts_match(p) or '""' for p in parsed]
+    contenders = {
+        "svc_search_bm25": lambda n: svc.search(SearchRequest(query=queries[n], mode="bm25")),
+        "retriever": lambda n: lexical_candidates(svc.store, parsed[n], Scope(), limit),
+        "retriever_or_only": lambda n: conn.execute(or_sql, (matches[n], limit)).fetchall(),
+        "bare_fts5": lambda n: conn.execute(bare_sql, (matches[n],)).fetchall(),
+    }
+    names = list(contenders)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for n in range(len(queries)):
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            t0 = time.perf_counter()
+            contenders[name](n)
+            times[name].append(time.perf_counter() - t0)
+    out: dict[str, Any] = {name: ms_stats(times[name]) for name in names}
+    bare = out["bare_fts5"]
+    out["ratio_to_bare"] = {
+        name: {p: out[name][p] / bare[p] for p in ("p50", "p95", "p99")} for name in names if name != "bare_fts5"
+    }
     return out
 
 
@@ -459,7 +516,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log(f"[{size:,}] measuring …")
         load = MachineLoad()
         figures = {} if args.threads_only else measure(work, queries, warmup, args)
-        figures["threads"] = measure_threads(work, queries[: args.load_queries], args.busy)
+        if vec_info is not None:  # the threads/load part measures the vector side
+            figures["threads"] = measure_threads(work, queries[: args.load_queries], args.busy)
         result["sizes"][str(size)] = {"corpus": corpus_info, "vectors": vec_info, **figures, "machine": load.report()}
     return result
 
@@ -472,14 +530,23 @@ def render(r: dict[str, Any]) -> str:
         f"numpy BLAS threads: {r['blas_threads']}",
     ]
     for size, s in r["sizes"].items():
-        c, v, cli = s["corpus"], s["vectors"], s["cli"]
+        c, v, cli = s["corpus"], s["vectors"], s.get("cli")
         out += [
             "",
             f"== target {int(size):,} chunks: {c['chunks']:,} chunks in {c['files']:,} notes "
             f"({c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} of the source notes), "
-            f"{v['vectors']:,} vectors ({v['real_sample']:,} real), {'IVF' if v['ivf'] else 'flat'} index",
+            + (
+                f"{v['vectors']:,} vectors ({v['real_sample']:,} real), {'IVF' if v['ivf'] else 'flat'} index"
+                if v
+                else "no vectors (lexical modes only)"
+            ),
         ]
         out += render_threads(s["threads"]) if "threads" in s else []
+        if "lexical" in s:
+            out += render_lexical(s["lexical"])
+        if v is None:
+            out += [f"bench process RSS {s['rss_mb']:,.0f} MB", *machine_lines(s["machine"])]
+            continue
         if "bm25" not in s:  # --threads-only
             continue
         rows = []
@@ -494,23 +561,21 @@ def render(r: dict[str, Any]) -> str:
             ("  baseline: FAISS IndexFlatIP nq=1", "faiss_flat_ip", ""),
             ("  Dory VectorStore.search (no embedding)", "dory_vector_store", ""),
         ]:
+            if key not in s:
+                continue
             p = s[key]
             rows.append([label, p["p50"], p["p95"], p["p99"], target])
         out.append(table(["ms", "p50", "p95", "p99", "SPEC §11 target"], rows, digits=2))
-        hyb, emb = s["hybrid"], s["query_embedding"]
-        out.append(
-            f"hybrid minus query embedding (p50): {hyb['p50'] - emb['p50']:.2f} ms; first hybrid search "
-            f"in a fresh service (loads model + vectors): {s['first_hybrid_search_s']:.2f} s"
-        )
+        if "hybrid" in s:
+            hyb, emb = s["hybrid"], s["query_embedding"]
+            out.append(
+                f"hybrid minus query embedding (p50): {hyb['p50'] - emb['p50']:.2f} ms; first hybrid search "
+                f"in a fresh service (loads model + vectors): {s['first_hybrid_search_s']:.2f} s"
+            )
         out.append(f"queries with hits: {s['queries_with_hits']}; bench process RSS {s['rss_mb']:,.0f} MB")
-        others = s["machine"]["others_cores"]
-        out.append(
-            "other processes kept "
-            + ("?" if others is None else f"{others:.2f} of {s['machine']['cores']}")
-            + " cores busy on average while this size was measured"
-        )
-        warning = busy_machine_warning(s["machine"])
-        out += [warning] if warning else []
+        out += machine_lines(s["machine"])
+        if cli is None:
+            continue
         verdict = "ok" if cli["median_s"] <= TARGETS["cli_s"] else "MISSED"
         out.append(
             f"one-shot CLI `dory search` (hybrid, {cli['runs']} runs): median {cli['median_s']:.2f} s, "
@@ -519,6 +584,31 @@ def render(r: dict[str, Any]) -> str:
             + (f"; {len(cli['failures'])} FAILED: {cli['failures'][0]}" if cli["failures"] else "")
         )
     return "\n".join(out)
+
+
+def machine_lines(machine: dict[str, Any]) -> list[str]:
+    others = machine["others_cores"]
+    busy = "?" if others is None else f"{others:.2f} of {machine['cores']}"
+    warning = busy_machine_warning(machine)
+    return [f"other processes kept {busy} cores busy on average while this size was measured"] + (
+        [warning] if warning else []
+    )
+
+
+def render_lexical(lex: dict[str, Any]) -> list[str]:
+    """The lexical table: each contender's percentiles and its ratio to bare FTS5 (same loop)."""
+    rows = []
+    for label, key in [
+        ("svc.search bm25 (turns with the rows below)", "svc_search_bm25"),
+        ("  Dory lexical retriever (this build, top 50)", "retriever"),
+        ("  what-if: retriever as before (OR only, top 50)", "retriever_or_only"),
+        ("  baseline: bare FTS5 MATCH … ORDER BY rank LIMIT 10", "bare_fts5"),
+    ]:
+        p, ratio = lex[key], lex["ratio_to_bare"].get(key)
+        rows.append(
+            [label, p["p50"], p["p95"], p["p99"], f"{ratio['p50']:.1f}x / {ratio['p95']:.1f}x" if ratio else ""]
+        )
+    return [table(["ms", "p50", "p95", "p99", "÷ bare FTS5 (p50 / p95)"], rows, digits=2)]
 
 
 def main() -> None:
@@ -532,11 +622,15 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=2, help="busy-loop processes for the loaded pass (0: none)")
     parser.add_argument("--load-queries", type=int, default=60, help="queries per pass of the threads/load part")
     parser.add_argument("--threads-only", action="store_true", help="measure only the threads/load part")
+    parser.add_argument("--modes", default=",".join(MODES), help="search modes to measure, comma-separated")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached corpora and vectors")
     parser.add_argument("--profile", action="store_true", help="cProfile the hybrid searches (to stderr)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    args.modes = [m for m in (s.strip() for s in args.modes.split(",")) if m]
+    if not args.modes or set(args.modes) - set(MODES):
+        parser.error(f"--modes takes a comma-separated subset of {','.join(MODES)}")
     result = run(args)
     print(json.dumps(result, indent=2, default=str) if args.json else render(result))
 

@@ -10,9 +10,7 @@ every retriever ranks clearly lower, so an answer's scores are not always in des
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from dory.config import Settings
 from dory.corpus.roots import read_root
@@ -27,6 +25,9 @@ from dory.search.lexical import lexical_candidates
 from dory.search.policy import RankingPolicy
 from dory.search.query import ParsedQuery, parse_query
 from dory.search.scope import scope_sql
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded by the vector side only: a bm25 search imports no numpy (SPEC §11)
 
 
 class VectorSide(Protocol):
@@ -85,6 +86,8 @@ class SearchEngine:
             rows = self.store.conn.execute(
                 f"SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE {where}", params
             ).fetchall()
+            import numpy as np
+
             allowed = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
             if len(allowed) == 0:
                 return []

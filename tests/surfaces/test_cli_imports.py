@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import write_files
 
 PROBE = (
@@ -73,15 +71,9 @@ def test_a_subcommand_help_loads_no_models(tmp_path: Path) -> None:
         assert modules & NOT_FOR_HELP == set(), command
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet: importing dory.service.api loads the whole service (vector_pass -> indexer -> "
-    "index.vectors -> faiss; embedders.base -> the embedder package; the job registry -> apscheduler, "
-    "httpx; migrate), and Resources, IndexOwner and the sub-services are built for every command",
-)
 def test_a_bm25_search_loads_neither_faiss_nor_the_embedder(tmp_path: Path) -> None:
     """The default settings (an embedder configured), a lexical index: `-m bm25` answers from FTS5
-    alone, without importing the vector store, the embedder or the jobs, servers and writers."""
+    alone, without importing the vector store, the embedder, numpy or the jobs, servers and writers."""
     corpus = write_files(
         tmp_path / "corpus",
         {
@@ -99,3 +91,5 @@ def test_a_bm25_search_loads_neither_faiss_nor_the_embedder(tmp_path: Path) -> N
     assert [hit["path"] for hit in json.loads(stdout)["hits"]] == ["knowledge/otters.md"]
     assert modules & NEVER == set()
     assert modules & {"dory.jobs", "dory.migrate", "dory.memory.exact", "dory.service.migrate"} == set()
+    # Nor numpy (the vector side's), markdown-it (the chunker's), httpx or rich: FTS5 and the models only.
+    assert modules & {"numpy", "markdown_it", "httpx", "rich", "dory.index.indexer", "dory.sessions"} == set()

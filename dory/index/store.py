@@ -14,13 +14,15 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dory.corpus.chunking import Chunk
 from dory.corpus.document import Document, frontmatter_list
 from dory.corpus.scan import Skip
 from dory.errors import ConfigError
 from dory.index import db
+
+if TYPE_CHECKING:
+    from dory.corpus.chunking import Chunk  # markdown-it: for the indexer, not for a search (SPEC §11)
 
 _TOKENIZER_OK = re.compile(r"^[A-Za-z0-9_ ]+$")
 DATE_KEYS = ("date", "updated", "created")

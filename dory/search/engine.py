@@ -14,9 +14,7 @@ the plain answer with a warning.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from dory.config import Settings
 from dory.corpus.roots import read_root
@@ -34,6 +32,9 @@ from dory.search.llm_assist.expand import EXPANDED, EXTRA_WEIGHT, HYDE, evidence
 from dory.search.policy import RankingPolicy
 from dory.search.query import ParsedQuery, parse_query
 from dory.search.scope import scope_sql
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded by the vector side only: a bm25 search imports no numpy (SPEC §11)
 
 
 class VectorSide(Protocol):
@@ -114,6 +115,8 @@ class SearchEngine:
             rows = self.store.conn.execute(
                 f"SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE {where}", params
             ).fetchall()
+            import numpy as np
+
             allowed = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
             if len(allowed) == 0:
                 return []

@@ -10,31 +10,19 @@ one request model and returns one response model (dory.models).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dory.config import Settings
-from dory.context.active import ActiveDeps, active_memory
-from dory.context.wake import RecentSession, build_wake
-from dory.context.wake.profiles import profile_names
 from dory.corpora import UserConfig
 from dory.corpus.paths import normalize_rel
 from dory.corpus.roots import check_writable, output_root
 from dory.corpus.template import copy_template
 from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound, ReadOnlyCorpus
-from dory.index import vector_pass
-from dory.index.embedders.model_files import install_model, model_status
-from dory.index.indexer import Progress, no_progress
-from dory.index.store import IndexStore
-from dory.jobs.ledger import JobLedger
-from dory.jobs.registry import get_job
-from dory.jobs.runner import JobRunner
-from dory.memory import graph
-from dory.memory.exact import ExactWriter
-from dory.memory.proposals import ProposalStore
 from dory.models import (
     ActiveMemoryRequest,
     ActiveMemoryResponse,
@@ -72,26 +60,11 @@ from dory.models import (
     WriteResponse,
 )
 from dory.search.engine import SearchEngine
-from dory.search.evaluate import run_eval
-from dory.search.llm_assist.call import SearchLlm
 from dory.search.recall_log import record_quietly
-from dory.search.semantic import LiveVectors
 from dory.service import control
-from dory.service.active import page_meta
-from dory.service.context import ContextService
 from dory.service.freshness import current_generation, wait_for_generation
-from dory.service.jobs import OnOwner, ServiceJobAPI, jobs_table
-from dory.service.migrate import MigrateService
-from dory.service.notes import read_note
-from dory.service.owner import IndexOwner, local_ownership, sweep_writable
-from dory.service.research import Researcher
 from dory.service.resources import Resources
-from dory.service.session_deps import SessionDeps
-from dory.service.sessions import SessionService
 from dory.service.settings import check_settings
-from dory.service.status import StatusReport
-from dory.service.wiki import WikiService
-from dory.service.write_ops import WriteRunner
 from dory.service.writes import (
     RESPONSES,
     ExactWriteOp,
@@ -104,8 +77,23 @@ from dory.service.writes import (
     new_call,
     send_to_daemon,
 )
-from dory.sessions.recall import QueryVector, merge, recall
-from dory.sessions.store import SessionStore
+
+# The rest of the service loads on first use, in the operation that needs it: a one-shot bm25
+# search must not import FAISS, the embedder, the indexer, the jobs or the writers (SPEC §11).
+if TYPE_CHECKING:
+    from dory.index.indexer import Progress
+    from dory.index.store import IndexStore
+    from dory.memory.proposals import ProposalStore
+    from dory.search.llm_assist.call import SearchLlm
+    from dory.service.context import ContextService
+    from dory.service.jobs import OnOwner, ServiceJobAPI
+    from dory.service.migrate import MigrateService
+    from dory.service.owner import IndexOwner
+    from dory.service.session_deps import SessionDeps
+    from dory.service.sessions import SessionService
+    from dory.service.wiki import WikiService
+    from dory.sessions.recall import QueryVector
+    from dory.sessions.store import SessionStore
 
 # How long a write waits for a running reindex (without a daemon) to release the index.
 WRITE_LOCK_WAIT_S = 60.0
@@ -113,6 +101,11 @@ WRITE_LOCK_WAIT_S = 60.0
 DAEMON_WORK_DEADLINE_S = 3600.0
 JOB_LOCK_WAIT_S = 600.0
 T = TypeVar("T")
+VECTOR_MODES = ("vector", "hybrid", "recall")  # recall searches durable memory in hybrid mode
+
+
+def no_progress(phase: str, done: int, total: int) -> None:
+    """The default progress callback: nothing shown (as dory.index.indexer's, without loading the indexer)."""
 
 
 class DoryService:
@@ -121,15 +114,65 @@ class DoryService:
         self.settings = check_settings(settings)
         self.surface = surface
         self.resources = Resources(settings)
-        self.owner = IndexOwner(settings, self.resources)
-        deps = SessionDeps(settings, self.resources, self.index_paths, self.proposal_create, self.wake)
-        self.sessions = SessionService(deps)
-        self.context = ContextService(deps)
-        self.wiki = WikiService(settings, self.resources, self._require_index)
-        self.migrations = MigrateService(settings, self.resources, self.index_paths)
-        self.search_llm = SearchLlm(self.settings)  # built on first use: expansion and rerank share it
+        # The sub-services below are built on first use (a search needs none of them), once: a lock,
+        # since a daemon's threads share this service.
+        self._parts: dict[str, Any] = {}
+        self._parts_lock = threading.RLock()
         # Set by a daemon in this process (`dory serve`): changes go straight to its writer thread.
         self.in_process_owner: InProcessOwner | None = None
+
+    def _part(self, name: str, build: Callable[[], T]) -> T:
+        with self._parts_lock:
+            if name not in self._parts:
+                self._parts[name] = build()
+            return cast(T, self._parts[name])
+
+    @property
+    def owner(self) -> IndexOwner:
+        """The only code that changes the index (owner.py)."""
+        from dory.service.owner import IndexOwner
+
+        return self._part("owner", lambda: IndexOwner(self.settings, self.resources))
+
+    @property
+    def sessions(self) -> SessionService:
+        from dory.service.sessions import SessionService
+
+        return self._part("sessions", lambda: SessionService(self._session_deps()))
+
+    @property
+    def context(self) -> ContextService:
+        from dory.service.context import ContextService
+
+        return self._part("context", lambda: ContextService(self._session_deps()))
+
+    def _session_deps(self) -> SessionDeps:
+        """One SessionDeps, shared by the sessions and context services."""
+        from dory.service.session_deps import SessionDeps
+
+        r = self.resources
+        return self._part(
+            "session_deps", lambda: SessionDeps(self.settings, r, self.index_paths, self.proposal_create, self.wake)
+        )
+
+    @property
+    def wiki(self) -> WikiService:
+        from dory.service.wiki import WikiService
+
+        return self._part("wiki", lambda: WikiService(self.settings, self.resources, self._require_index))
+
+    @property
+    def migrations(self) -> MigrateService:
+        from dory.service.migrate import MigrateService
+
+        return self._part("migrations", lambda: MigrateService(self.settings, self.resources, self.index_paths))
+
+    @property
+    def search_llm(self) -> SearchLlm:
+        """The [llm] endpoint of search's expansion and rerank (one client, its connections shared)."""
+        from dory.search.llm_assist.call import SearchLlm
+
+        return self._part("search_llm", lambda: SearchLlm(self.settings))
 
     @property
     def store(self) -> IndexStore:
@@ -142,7 +185,10 @@ class DoryService:
         return self.resources.session_store()
 
     def close(self) -> None:
-        self.search_llm.close()
+        with self._parts_lock:
+            search_llm = self._parts.get("search_llm")
+        if search_llm is not None:
+            search_llm.close()
         self.resources.close()
 
     # -- freshness ---------------------------------------------------------------------------
@@ -158,20 +204,27 @@ class DoryService:
     def search(self, req: SearchRequest) -> SearchResponse:
         """Durable memory, the session plane (`corpus=sessions`, mode recall) or both merged."""
         self._require_index()
-        sessions = self.resources.session_store()
         if req.corpus == "sessions":
+            from dory.sessions.recall import recall
+
             warnings: list[str] = []
+            sessions = self.resources.session_store()
             hits = recall(sessions, req, self.settings.search, self._query_vector(), warnings)
             return SearchResponse(query=req.query, mode=req.mode, corpus="sessions", hits=hits, warnings=warnings)
         durable_req = req.model_copy(update={"mode": "hybrid"}) if req.mode == "recall" else req
         both = req.corpus == "all"  # the merge fuses the stage ranks of both sides' hits: debug on
         live = None
-        if self.settings.embedder.backend != "none":
+        if self.settings.embedder.backend != "none" and req.mode in VECTOR_MODES:  # bm25 loads no vector side
+            from dory.search.semantic import LiveVectors
+
             r = self.resources
             live = LiveVectors(r.store(), r.require_embedder, r.vectors, r.fingerprint, r.vectors_lock)
         engine = SearchEngine(self.settings, self.resources.store(), live, self.search_llm)
         response = engine.search(durable_req.model_copy(update={"debug": True}) if both else durable_req)
         if both:
+            from dory.sessions.recall import merge, recall
+
+            sessions = self.resources.session_store()
             turns_req = req.model_copy(update={"debug": True})
             turns = recall(sessions, turns_req, self.settings.search, self._query_vector(), response.warnings)
             response.hits = merge(response.hits, turns, self.settings.search, engine.policy, req.k)
@@ -195,6 +248,8 @@ class DoryService:
             raise NotFound("the corpus has not been indexed yet; run `dory reindex`")
 
     def get(self, req: GetRequest) -> GetResponse:
+        from dory.service.notes import read_note
+
         doc = read_note(self.settings, req.path)
         lines = doc.lines
         start = min(req.from_line, max(len(lines), 1))
@@ -212,15 +267,21 @@ class DoryService:
         )
 
     def status(self) -> StatusResponse:
+        from dory.service.status import StatusReport
+
         return StatusReport(self.settings, self.owner).report()
 
     def evaluate(self, req: EvalRequest, progress: Progress = no_progress) -> EvalResponse:
+        from dory.search.evaluate import run_eval
+
         self._require_index()
         return run_eval(req, self.search, progress)
 
     # -- agent context -----------------------------------------------------------------------
     def wake(self, req: WakeRequest) -> WakeResponse:
         """The frozen block for the start of an agent session (core files, project, decisions, sessions)."""
+        from dory.context.wake import RecentSession, build_wake
+
         recent: list[RecentSession] = []
         if self.settings.sessions_db_path.exists() and self.settings.wake.recent_sessions:
             recent = [
@@ -234,6 +295,10 @@ class DoryService:
         self, req: ActiveMemoryRequest, clock: Callable[[], float] = time.monotonic
     ) -> ActiveMemoryResponse:
         """NONE or a compact block of evidence for one prompt, within its deadline (the clock is for tests)."""
+        from dory.context.active import ActiveDeps, active_memory
+        from dory.context.wake.profiles import profile_names
+        from dory.service.active import page_meta
+
         self._require_index()
         meta = lambda paths: page_meta(self.resources.store(), paths)  # noqa: E731
         vectors = self.settings.embedder.backend != "none"
@@ -242,16 +307,22 @@ class DoryService:
 
     def research(self, req: ResearchRequest) -> ResearchResponse:
         """A question answered from cited evidence (hybrid search, then the exact lines); --save writes it."""
+        from dory.service.research import Researcher
+
         self._require_index()
         return Researcher(self.settings, self.search, self.get, self.write).run(req)
 
     # -- link graph --------------------------------------------------------------------------
     def links(self, req: LinkRequest) -> LinkResponse:
         """Neighbors of a note in the link graph (direction "in" gives its backlinks)."""
+        from dory.memory import graph
+
         self._require_index()
         return graph.neighbors(self.resources.store().conn, normalize_rel(req.path), req)
 
     def link_lint(self, req: LinkLintRequest) -> LinkLintResponse:
+        from dory.memory import graph
+
         self._require_index()
         return graph.lint(self.resources.store().conn, req)
 
@@ -259,12 +330,16 @@ class DoryService:
     def write(self, req: WriteRequest, request_id: str | None = None) -> WriteResponse:
         """An exact write. A dry run only reads; a live one runs where the index is owned."""
         if req.dry_run:
+            from dory.memory.exact import ExactWriter
+
             return ExactWriter(self.settings, self.owner.journal()).plan(req).response
         check_writable(self.settings, req.path)
         return WriteResponse.model_validate(self.submit(ExactWriteOp(request=req), request_id))
 
     def memory_write(self, req: MemoryWriteRequest, request_id: str | None = None) -> MemoryWriteResponse:
         if req.dry_run:
+            from dory.service.write_ops import WriteRunner
+
             self._require_index()
             return WriteRunner(self.settings, self.owner).semantic_writer().plan(req).response
         check_writable(self.settings, f"memory about {req.subject!r}")
@@ -287,6 +362,8 @@ class DoryService:
             return self._checked(call, self.in_process_owner.write(call))
         with suppress(DaemonNotRunning):
             return self._checked(call, send_to_daemon(self.settings, call))
+        from dory.service.owner import local_ownership
+
         with local_ownership(self.owner, WRITE_LOCK_WAIT_S):
             warnings: list[str] = []
             vectors = self.owner.owned_vectors(warnings)
@@ -309,6 +386,8 @@ class DoryService:
 
     def run_call(self, call: WriterCall) -> dict[str, Any]:
         """Apply one writer call as the index's owner (the daemon's writer thread, or under the lock)."""
+        from dory.service.write_ops import WriteRunner
+
         return self._checked(call, WriteRunner(self.settings, self.owner, call.surface).run(call))
 
     @staticmethod
@@ -317,9 +396,13 @@ class DoryService:
 
     # -- proposals ---------------------------------------------------------------------------
     def proposals(self) -> ProposalStore:
+        from dory.memory.proposals import ProposalStore
+
         return ProposalStore.of(self.settings)
 
     def proposal_create(self, req: ProposalCreateRequest) -> ProposalCreateResponse:
+        from dory.service.write_ops import WriteRunner
+
         self._require_index()
         planner = WriteRunner(self.settings, self.owner).semantic_writer()
         return self.proposals().create(req, lambda write: planner.plan(write).response)
@@ -341,6 +424,9 @@ class DoryService:
     def reindex(
         self, req: ReindexRequest, progress: Progress = no_progress, on_wait: Callable[[str], None] | None = None
     ) -> ReindexResponse:
+        from dory.index import vector_pass
+        from dory.service.owner import local_ownership, sweep_writable
+
         started = time.monotonic()
         if req.plan_only:
             return self.owner.plan(req.full)
@@ -367,10 +453,14 @@ class DoryService:
 
     # -- jobs --------------------------------------------------------------------------------
     def jobs(self) -> JobsResponse:
+        from dory.service.jobs import jobs_table
+
         return jobs_table(self.settings)
 
     def job_api(self, on_owner: OnOwner, progress: Progress = no_progress) -> ServiceJobAPI:
         """What jobs are given; `on_owner` runs a change where the index is owned."""
+        from dory.service.jobs import ServiceJobAPI
+
         return ServiceJobAPI(self.settings, self.owner, on_owner, self.sessions.save, progress)
 
     def run_job(self, req: JobRunRequest, progress: Progress = no_progress) -> JobRun:
@@ -383,6 +473,11 @@ class DoryService:
         return run
 
     def _run_job(self, req: JobRunRequest, progress: Progress) -> JobRun:
+        from dory.jobs.ledger import JobLedger
+        from dory.jobs.registry import get_job
+        from dory.jobs.runner import JobRunner
+        from dory.service.owner import local_ownership
+
         spec = get_job(req.job)
         if spec.writes_output:
             output_root(self.settings, f"the output of {req.job}")
@@ -424,6 +519,8 @@ def init_corpus(target: Path, install: bool, announce: Callable[[str], None], ba
         raise ReadOnlyCorpus(
             f"{target} is the read-only corpus {known.name!r} (`dory add`): init would write into it", name=known.name
         )
+    from dory.index.embedders.model_files import install_model, model_status
+
     created = copy_template(target, bare)
     model = model_status()
     if install and not model["verified"]:

@@ -13,19 +13,21 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from dory.config import Settings
 from dory.errors import BackendUnavailable, ModelUnavailable
-from dory.index import vector_pass
-from dory.index.embedders import EmbedderSettings, NamedCounter, default_token_counter, load_embedder
-from dory.index.embedders.base import Embedder, fingerprint_key
-from dory.index.embedders.tokens import APPROX_COUNTER_ID, approx_token_count
 from dory.index.store import IndexStore
-from dory.index.vectors import VectorStore
 from dory.memory.derived import Derived
 from dory.search.recall_log import RecallLog
-from dory.sessions.store import SessionStore
+
+# The vector side (FAISS, the embedder, numpy) and the session plane load when first asked for:
+# a bm25 search of durable memory touches neither (SPEC §11: a one-shot search in well under a second).
+if TYPE_CHECKING:
+    from dory.index.embedders import NamedCounter
+    from dory.index.embedders.base import Embedder
+    from dory.index.vectors import VectorStore
+    from dory.sessions.store import SessionStore
 
 
 class _Closeable(Protocol):
@@ -69,7 +71,7 @@ class Resources:
         self.settings = settings
         cfg = settings.index
         self._stores = PerThread(lambda: IndexStore(settings.db_path, cfg.tokenizer, cfg.trigram, derived=Derived))
-        self._session_stores = PerThread(lambda: SessionStore(settings.sessions_db_path, cfg.tokenizer))
+        self._session_stores = PerThread(lambda: _session_store(settings))
         self._recall_logs = PerThread(lambda: RecallLog(settings.recall_log_path))
         self._load_lock = threading.Lock()
         self._embedder: Embedder | None = None
@@ -116,6 +118,8 @@ class Resources:
         """The configured embedder (built once; the model itself loads on first use)."""
         with self._load_lock:
             if not self._embedder_loaded:
+                from dory.index.embedders import EmbedderSettings, load_embedder
+
                 e = self.settings.embedder
                 self._embedder = load_embedder(
                     EmbedderSettings(
@@ -140,10 +144,15 @@ class Resources:
         return embedder
 
     def fingerprint(self) -> str:
+        from dory.index.embedders.base import fingerprint_key
+
         return fingerprint_key(self.require_embedder().fingerprint())
 
     def token_counter(self) -> NamedCounter:
         """The MiniLM wordpiece counter, else the approximation: chunk sizes and every token budget."""
+        from dory.index.embedders import NamedCounter, default_token_counter
+        from dory.index.embedders.tokens import APPROX_COUNTER_ID, approx_token_count
+
         with self._load_lock:
             if self._counter is None:
                 try:
@@ -192,6 +201,9 @@ class Resources:
         return self._vectors
 
     def _load_vectors(self, owner: bool) -> VectorStore:
+        from dory.index import vector_pass
+        from dory.index.vectors import VectorStore
+
         self._loaded_stamp = self._faiss_stamp()
         dims = self.require_embedder().dims
         cfg = self.settings.index
@@ -219,3 +231,9 @@ class Resources:
         self._recall_logs.close()
         self._stores.close()
         self._session_stores.close()
+
+
+def _session_store(settings: Settings) -> SessionStore:
+    from dory.sessions.store import SessionStore
+
+    return SessionStore(settings.sessions_db_path, settings.index.tokenizer)

@@ -9,13 +9,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from dory.config import Settings, load_settings
-from dory.jobs.registry import check_schedules
 from dory.search.policy import RankingPolicy
 
 
 def check_settings(settings: Settings) -> Settings:
     RankingPolicy.from_settings(settings.search.policy)
-    check_schedules(settings)
+    if settings.jobs.model_extra:  # the job registry (every job's module) loads only when [jobs] names one
+        from dory.jobs.registry import check_schedules
+
+        check_schedules(settings)
     return settings
 
 

@@ -15,24 +15,17 @@ import click
 
 from dory.cpu import configure_blas_threads
 from dory.errors import DoryError, UsageError
-from dory.surfaces import (
-    capture_cli,
-    connect_cli,
-    context_cli,
-    corpora_cli,
-    http_cli,
-    mcp_cli,
-    memory_cli,
-    migrate_cli,
-    render,
-    sessions_cli,
-    units_cli,
-)
+from dory.surfaces import units_cli
 from dory.surfaces.clikit import Result, command, emit_error, service
+from dory.surfaces.command_summaries import COMMAND_MODULES
+from dory.surfaces.lazy_group import LazyGroup
+
+# Each command imports what it needs when it runs: pydantic models, the service, and render (the
+# plain-text renderers) too. `dory --help` then costs little more than click (SPEC §11).
 from dory.surfaces.progress import terminal_progress
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--corpus", help="corpus folder, or the name of one you added (`dory add`) [env DORY_CORPUS]")
 @click.option("--state-dir", help="derived state folder (default <corpus>/.dory, or the platform state folder)")
 @click.option("--server", envvar="DORY_URL", help="use a running `dory serve` at this URL [env DORY_URL]")
@@ -55,6 +48,8 @@ def init(directory: str, no_model: bool, bare: bool) -> Result:
         click.echo(message, err=True)
 
     payload = init_corpus(Path(directory), install=not no_model, announce=announce, bare=bare)
+    from dory.surfaces import render
+
     return payload, lambda: render.init_summary(payload)
 
 
@@ -85,6 +80,8 @@ def reindex(ctx: click.Context, full: bool, plan_only: bool, no_vectors: bool, w
 
     with service(ctx) as svc, terminal_progress() as progress:
         res = svc.reindex(req, progress, waiting)
+    from dory.surfaces import render
+
     return res.model_dump(mode="json"), lambda: render.reindex(res)
 
 
@@ -213,6 +210,8 @@ def search(
     )
     with service(ctx) as svc:
         res = svc.search(req)
+    from dory.surfaces import render
+
     return res.model_dump(mode="json", exclude_none=True), lambda: render.search(res)
 
 
@@ -229,6 +228,8 @@ def get(ctx: click.Context, path: str, from_line: int, lines: int | None) -> Res
     req = GetRequest(path=path, from_line=from_line, lines=lines)
     with service(ctx) as svc:
         res = svc.get(req)
+    from dory.surfaces import render
+
     return res.model_dump(mode="json"), lambda: render.get(res)
 
 
@@ -240,6 +241,8 @@ def status(ctx: click.Context) -> Result:
     skipped files with reasons."""
     with service(ctx) as svc:
         res = svc.status()
+    from dory.surfaces import render
+
     return res.model_dump(mode="json"), lambda: render.status(res)
 
 
@@ -269,6 +272,8 @@ def eval_command(
     )
     with service(ctx) as svc, terminal_progress() as progress:
         res = svc.evaluate(req, progress)
+    from dory.surfaces import render
+
     return res.model_dump(mode="json", exclude_none=True), lambda: render.evaluation(res)
 
 
@@ -322,6 +327,8 @@ def ops_jobs(ctx: click.Context) -> Result:
     """List the scheduled jobs: schedule, last run, next run and warnings."""
     with service(ctx) as svc:
         res = svc.jobs()
+    from dory.surfaces import render
+
     return res.model_dump(mode="json"), lambda: render.jobs(res)
 
 
@@ -344,6 +351,8 @@ def ops_run(ctx: click.Context, job: str, period: str | None, force: bool, dry_r
     req = JobRunRequest(job=job, period=period, force=force, dry_run=dry_run, fix=fix)
     with service(ctx) as svc, terminal_progress() as progress:
         res = svc.run_job(req, progress)
+    from dory.surfaces import render
+
     return res.model_dump(mode="json"), lambda: render.job_run(res)
 
 
@@ -363,6 +372,8 @@ def models_install() -> Result:
 
     install_model()
     status_ = model_status()
+    from dory.surfaces import render
+
     return status_, lambda: render.model(status_)
 
 
@@ -373,21 +384,14 @@ def models_status() -> Result:
     from dory.index.embedders.model_files import model_status
 
     status_ = model_status()
+    from dory.surfaces import render
+
     return status_, lambda: render.model(status_)
 
 
-for _command in (
-    memory_cli.COMMANDS
-    + sessions_cli.COMMANDS
-    + capture_cli.COMMANDS
-    + context_cli.COMMANDS
-    + http_cli.COMMANDS
-    + mcp_cli.COMMANDS
-    + connect_cli.COMMANDS
-    + migrate_cli.COMMANDS
-    + corpora_cli.COMMANDS
-):
-    cli.add_command(_command)
+# The other modules' commands load when one of them runs (lazy_group.py): `dory --help` and the
+# commands above import none of those modules (SPEC §11).
+cli.add_lazy_commands(COMMAND_MODULES)
 
 
 def main() -> None:

@@ -5,12 +5,14 @@ the top-level packages in sys.modules once the command has finished."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.conftest import write_files
@@ -73,15 +75,9 @@ def test_a_subcommand_help_loads_no_models(tmp_path: Path) -> None:
         assert modules & NOT_FOR_HELP == set(), command
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet: importing dory.service.api loads the whole service (vector_pass -> indexer -> "
-    "index.vectors -> faiss; embedders.base -> the embedder package; the job registry -> apscheduler, "
-    "httpx; migrate), and Resources, IndexOwner and the sub-services are built for every command",
-)
 def test_a_bm25_search_loads_neither_faiss_nor_the_embedder(tmp_path: Path) -> None:
     """The default settings (an embedder configured), a lexical index: `-m bm25` answers from FTS5
-    alone, without importing the vector store, the embedder or the jobs, servers and writers."""
+    alone, without importing the vector store, the embedder, numpy or the jobs, servers and writers."""
     corpus = write_files(
         tmp_path / "corpus",
         {
@@ -99,3 +95,50 @@ def test_a_bm25_search_loads_neither_faiss_nor_the_embedder(tmp_path: Path) -> N
     assert [hit["path"] for hit in json.loads(stdout)["hits"]] == ["knowledge/otters.md"]
     assert modules & NEVER == set()
     assert modules & {"dory.jobs", "dory.migrate", "dory.memory.exact", "dory.service.migrate"} == set()
+    # Nor numpy (the vector side's), markdown-it (the chunker's), httpx or rich: FTS5 and the models only.
+    assert modules & {"numpy", "markdown_it", "httpx", "rich", "dory.index.indexer", "dory.sessions"} == set()
+
+
+def _listing(group: click.Group, width: int) -> str:
+    """The "Commands" section of `dory --help` at this terminal width."""
+    ctx = click.Context(group, info_name="dory", terminal_width=width)
+    formatter = ctx.make_formatter()
+    group.format_commands(ctx, formatter)
+    return formatter.getvalue()
+
+
+def test_the_command_table_lists_the_commands_as_they_are() -> None:
+    """`dory --help` reads the same whether the command modules are loaded or only named in the table:
+    at every width (click shortens a summary to fit), and each module's COMMANDS are all in the table."""
+    from dory.surfaces.cli import cli
+    from dory.surfaces.command_summaries import COMMAND_MODULES
+    from dory.surfaces.lazy_group import LazyGroup
+
+    lazy = LazyGroup(name="dory")
+    loaded = click.Group(name="dory")
+    for module_name, summaries in COMMAND_MODULES.items():
+        module = importlib.import_module(module_name)
+        assert [command.name for command in module.COMMANDS] == list(summaries), module_name
+        assert {c.name: c.get_short_help_str(10_000) for c in module.COMMANDS} == summaries, module_name
+        for command in module.COMMANDS:
+            loaded.add_command(command)
+    lazy.add_lazy_commands(COMMAND_MODULES)
+    for width in (50, 80, 120, 200):
+        assert _listing(lazy, width) == _listing(loaded, width), width
+    assert lazy.commands.pending.keys() == set(loaded.commands)  # listing them imported nothing
+    assert list(cli.commands)[-len(loaded.commands) :] == list(loaded.commands)  # registration order kept
+
+
+def test_a_lazy_command_loads_its_module_on_first_use() -> None:
+    from dory.surfaces.command_summaries import COMMAND_MODULES
+    from dory.surfaces.lazy_group import LazyGroup
+
+    group = LazyGroup(name="dory")
+    group.add_lazy_commands(COMMAND_MODULES)
+    ctx = click.Context(group, info_name="dory")
+    sessions = group.get_command(ctx, "sessions")
+    assert isinstance(sessions, click.Group) and "search" in sessions.commands
+    assert "sessions" not in group.commands.pending
+    assert group.get_command(ctx, "no-such-command") is None
+    with pytest.raises(click.UsageError, match="No such command 'serch'"):
+        group.resolve_command(ctx, ["serch"])

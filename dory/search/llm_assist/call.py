@@ -16,11 +16,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dory.config import Settings
 from dory.errors import BackendUnavailable, ConfigError, LlmBadOutput
-from dory.llm.client import LlmClient
+
+if TYPE_CHECKING:
+    from dory.llm.client import LlmClient  # imported on first use: it loads httpx, which a bm25 search never needs
 
 T = TypeVar("T")
 
@@ -64,6 +66,8 @@ class SearchLlm:
                 self._retired.append(self._client)
                 self._client = None
             if self._client is None:
+                from dory.llm.client import LlmClient
+
                 try:
                     self._client = LlmClient(
                         llm.url,

@@ -37,6 +37,14 @@ _SHORT_WORD = 6  # letters; words up to this length are usually one wordpiece
 _EXTRA_LETTERS_PER_PIECE = 4
 _DIGITS_PER_PIECE = 2
 
+# The exact wordpiece count of ASCII text, word by word (see MiniLMTokenizer.count). ASCII control
+# characters other than tab, LF and CR are deleted by BERT's normalizer, which can join two words, so
+# text holding one takes the tokenizer's own path.
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# BERT's pre-tokenizer on ASCII: runs of letters and digits, and every other visible character alone.
+_ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
+_WORD_CACHE_MAX = 500_000  # distinct words remembered; a few tens of MB at most
+
 
 def approx_token_count(text: str) -> int:
     """Deterministic estimate of the MiniLM wordpiece count of `text` (no special tokens)."""
@@ -64,6 +72,9 @@ class MiniLMTokenizer:
         self._counter = Tokenizer.from_file(str(tokenizer_json))
         self._counter.no_truncation()
         self._counter.no_padding()
+        # encode_batch_fast (tokenizers ≥ 0.20) skips the offsets a count does not need.
+        self._encode_many = getattr(self._counter, "encode_batch_fast", self._counter.encode_batch)
+        self._word_counts: dict[str, int] = {}
         self._encoder = Tokenizer.from_file(str(tokenizer_json))
         self._encoder.enable_truncation(MAX_TOKENS)
         self._encoder.no_padding()
@@ -75,7 +86,35 @@ class MiniLMTokenizer:
         return cls(model_dir / "tokenizer.json")
 
     def count(self, text: str) -> int:
-        return len(self._counter.encode(text, add_special_tokens=False).ids)
+        """Wordpieces in `text`, no special tokens: exactly what encoding it would give.
+
+        Counting is most of the lexical pass's time, so ASCII text (nearly all of a typical corpus)
+        is counted without running the whole tokenizer over it: BERT's normaliser only lowercases
+        ASCII (no accents, no CJK), its pre-tokenizer cuts at whitespace and around each punctuation
+        mark, and wordpiece then works on each word alone. So the count is the sum of the words'
+        counts, and each distinct word is sent through the real tokenizer once and remembered.
+        Other text goes through the tokenizer whole.
+        """
+        if not text.isascii() or _ASCII_CONTROL.search(text):
+            return len(self._counter.encode(text, add_special_tokens=False).ids)
+        words = _ASCII_WORD.findall(text.lower())
+        try:
+            return sum(map(self._word_counts.__getitem__, words))
+        except KeyError:
+            return self._count_new_words(words)
+
+    def _count_new_words(self, words: list[str]) -> int:
+        """The count of `words` when some have not been seen yet: those go through the tokenizer in
+        one batch. Works on a local copy, so a thread clearing the shared memory meanwhile is harmless."""
+        known = self._word_counts
+        counts = {word: known.get(word, -1) for word in words}
+        new = [word for word, n in counts.items() if n < 0]
+        for word, encoding in zip(new, self._encode_many(new, add_special_tokens=False), strict=True):
+            counts[word] = len(encoding)
+        if len(known) + len(new) > _WORD_CACHE_MAX:
+            known.clear()
+        known.update(counts)
+        return sum(map(counts.__getitem__, words))
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids with [CLS]/[SEP], truncated to MAX_TOKENS, unpadded."""

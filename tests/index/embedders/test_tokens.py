@@ -1,0 +1,46 @@
+"""The wordpiece counter's word-by-word path for ASCII text gives exactly the tokenizer's own count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from dory.index.embedders.tokens import MiniLMTokenizer
+
+TEXTS = [
+    "",
+    "   \t  ",
+    "Hello, world!",
+    "The QUICK brown fox jumps over the lazy dog.",
+    "snake_case and camelCaseWords and kebab-case-words",
+    "numbers 3.14159 1,000,000 2024-03-01T12:00:00Z 0x1F",
+    "unbelievably antidisestablishmentarianism pneumonoultramicroscopicsilicovolcanoconiosis",
+    "a" * 99 + " " + "b" * 100 + " " + "c" * 101 + " " + "d" * 3000,  # over 100 chars: one [UNK]
+    "email@example.com https://example.com/path?q=1&r=2#frag",
+    "```python\ndef f(x):\n    return x ** 2  # square\n```",
+    "line one\r\nline two\r\n\ttabbed\x0bvertical\x0cform feed",
+    "joined\x01by\x02controls and del\x7fchar",  # BERT deletes these, joining the words around them
+    "| col | col |\n|---|:---:|\n| `code` | **bold** |",
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+    "zzzqqqxxx xyzzy plugh qwertyuiopasdfghjkl",
+    "Café naïve — “quotes” 日本語 🎉 mixed with ascii",  # not ASCII: the tokenizer's path
+]
+
+
+def test_count_matches_the_tokenizer_exactly(model_dir: Path) -> None:
+    counter = MiniLMTokenizer.from_model_dir(model_dir)
+    reference = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    reference.no_truncation()
+    reference.no_padding()
+    for _ in range(2):  # the second round counts from the remembered words
+        for text in TEXTS:
+            assert counter.count(text) == len(reference.encode(text, add_special_tokens=False).ids), text
+
+
+def test_remembered_words_are_bounded(model_dir: Path, monkeypatch) -> None:
+    monkeypatch.setattr("dory.index.embedders.tokens._WORD_CACHE_MAX", 10)
+    counter = MiniLMTokenizer.from_model_dir(model_dir)
+    text = " ".join(f"word{i}" for i in range(40))
+    assert counter.count(text) == counter.count(text + " ") > 40
+    assert len(counter._word_counts) <= 40

@@ -43,6 +43,8 @@ _DIGITS_PER_PIECE = 2
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # BERT's pre-tokenizer on ASCII: runs of letters and digits, and every other visible character alone.
 _ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
+# Where other text is cut: whitespace BERT splits at and never deletes.
+_ASCII_SPACE = re.compile(r"[ \t\n\r]+")
 _WORD_CACHE_MAX = 500_000  # distinct words remembered; a few tens of MB at most
 
 
@@ -93,11 +95,14 @@ class MiniLMTokenizer:
         ASCII (no accents, no CJK), its pre-tokenizer cuts at whitespace and around each punctuation
         mark, and wordpiece then works on each word alone. So the count is the sum of the words'
         counts, and each distinct word is sent through the real tokenizer once and remembered.
-        Other text goes through the tokenizer whole.
+        Other text is cut at ASCII whitespace only, and each piece (as written) is counted and
+        remembered the same way.
         """
         if not text.isascii() or _ASCII_CONTROL.search(text):
-            return len(self._counter.encode(text, add_special_tokens=False).ids)
-        words = _ASCII_WORD.findall(text.lower())
+            # Cut only where BERT cuts too (ASCII whitespace); each piece is counted whole.
+            words = _ASCII_SPACE.split(text)
+        else:
+            words = _ASCII_WORD.findall(text.lower())
         try:
             return sum(map(self._word_counts.__getitem__, words))
         except KeyError:

@@ -24,7 +24,13 @@ TEXTS = [
     "| col | col |\n|---|:---:|\n| `code` | **bold** |",
     "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
     "zzzqqqxxx xyzzy plugh qwertyuiopasdfghjkl",
-    "Café naïve — “quotes” 日本語 🎉 mixed with ascii",  # not ASCII: the tokenizer's path
+    # Not ASCII: cut at ASCII whitespace only, each piece counted by the tokenizer.
+    "Café naïve — “quotes” 日本語 🎉 mixed with ascii",
+    "これは日本語の文章です。東京は日本の首都です。 中文段落，用于测试。 한국어 문장입니다.",
+    "non\u00a0breaking\u2028line\u3000ideographic spaces",  # Unicode whitespace BERT splits at
+    "ÉCOLE Ελληνικά ΣΟΦΟΣ İstanbul straße e\u0301te\u0301",  # case mapping, combining accents
+    "family 👨\u200d👩\u200d👧 flags 🇫🇷 and\u200bzero-width\x1cjoined\u0085end",
+    "\ufeffbom and \ufffd replacement",
 ]
 
 

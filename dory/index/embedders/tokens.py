@@ -74,8 +74,6 @@ class MiniLMTokenizer:
         self._counter = Tokenizer.from_file(str(tokenizer_json))
         self._counter.no_truncation()
         self._counter.no_padding()
-        # encode_batch_fast (tokenizers ≥ 0.20) skips the offsets a count does not need.
-        self._encode_many = getattr(self._counter, "encode_batch_fast", self._counter.encode_batch)
         self._word_counts: dict[str, int] = {}
         self._encoder = Tokenizer.from_file(str(tokenizer_json))
         self._encoder.enable_truncation(MAX_TOKENS)
@@ -109,13 +107,13 @@ class MiniLMTokenizer:
             return self._count_new_words(words)
 
     def _count_new_words(self, words: list[str]) -> int:
-        """The count of `words` when some have not been seen yet: those go through the tokenizer in
-        one batch. Works on a local copy, so a thread clearing the shared memory meanwhile is harmless."""
+        """The count of `words` when some have not been seen yet: those go through the tokenizer. Works
+        on a local copy, so a thread clearing the shared memory meanwhile is harmless."""
         known = self._word_counts
         counts = {word: known.get(word, -1) for word in words}
         new = [word for word, n in counts.items() if n < 0]
-        for word, encoding in zip(new, self._encode_many(new, add_special_tokens=False), strict=True):
-            counts[word] = len(encoding)
+        for word in new:  # one by one: a batch call wakes a thread pool, costlier for single words
+            counts[word] = len(self._counter.encode(word, add_special_tokens=False))
         if len(known) + len(new) > _WORD_CACHE_MAX:
             known.clear()
         known.update(counts)

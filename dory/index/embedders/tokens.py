@@ -46,6 +46,7 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
 # Where other text is cut: whitespace BERT splits at and never deletes.
 _ASCII_SPACE = re.compile(r"[ \t\n\r]+")
 _WORD_CACHE_MAX = 500_000  # distinct words remembered; a few tens of MB at most
+_WORD_MAX_CHARS = 64  # longer words (hashes, base64) are counted every time, never remembered
 
 
 def approx_token_count(text: str) -> int:
@@ -116,7 +117,7 @@ class MiniLMTokenizer:
             counts[word] = len(self._counter.encode(word, add_special_tokens=False))
         if len(known) + len(new) > _WORD_CACHE_MAX:
             known.clear()
-        known.update(counts)
+        known.update((word, counts[word]) for word in new if len(word) <= _WORD_MAX_CHARS)
         return sum(map(counts.__getitem__, words))
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:

@@ -50,3 +50,6 @@ def test_remembered_words_are_bounded(model_dir: Path, monkeypatch) -> None:
     text = " ".join(f"word{i}" for i in range(40))
     assert counter.count(text) == counter.count(text + " ") > 40
     assert len(counter._word_counts) <= 40
+    blob = "q" * 65
+    assert counter.count(blob) == counter.count(blob) == 65  # q ##q ##q …
+    assert blob not in counter._word_counts  # long words are not remembered

@@ -165,6 +165,10 @@ class Indexer:
         batch = self.settings.index.batch_files
         for start in range(0, max(len(work), 1), batch):
             with conn:
+                # The batch is one transaction. Without this BEGIN the first SAVEPOINT would open the
+                # transaction and its RELEASE commit it: one commit per file, each flushing FTS5's
+                # pending terms into a new segment to be merged later (most of the pass's SQL time).
+                conn.execute("BEGIN")
                 removed: list[int] = []
                 for action, item in work[start : start + batch]:
                     with self._alone(item, scan, plan):

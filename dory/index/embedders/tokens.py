@@ -37,6 +37,17 @@ _SHORT_WORD = 6  # letters; words up to this length are usually one wordpiece
 _EXTRA_LETTERS_PER_PIECE = 4
 _DIGITS_PER_PIECE = 2
 
+# The exact wordpiece count of ASCII text, word by word (see MiniLMTokenizer.count). ASCII control
+# characters other than tab, LF and CR are deleted by BERT's normalizer, which can join two words, so
+# text holding one takes the tokenizer's own path.
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# BERT's pre-tokenizer on ASCII: runs of letters and digits, and every other visible character alone.
+_ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
+# Where other text is cut: whitespace BERT splits at and never deletes.
+_ASCII_SPACE = re.compile(r"[ \t\n\r]+")
+_WORD_CACHE_MAX = 500_000  # distinct words remembered; a few tens of MB at most
+_WORD_MAX_CHARS = 64  # longer words (hashes, base64) are counted every time, never remembered
+
 
 def approx_token_count(text: str) -> int:
     """Deterministic estimate of the MiniLM wordpiece count of `text` (no special tokens)."""
@@ -64,6 +75,7 @@ class MiniLMTokenizer:
         self._counter = Tokenizer.from_file(str(tokenizer_json))
         self._counter.no_truncation()
         self._counter.no_padding()
+        self._word_counts: dict[str, int] = {}
         self._encoder = Tokenizer.from_file(str(tokenizer_json))
         self._encoder.enable_truncation(MAX_TOKENS)
         self._encoder.no_padding()
@@ -75,7 +87,38 @@ class MiniLMTokenizer:
         return cls(model_dir / "tokenizer.json")
 
     def count(self, text: str) -> int:
-        return len(self._counter.encode(text, add_special_tokens=False).ids)
+        """Wordpieces in `text`, no special tokens: exactly what encoding it would give.
+
+        Counting is most of the lexical pass's time, so ASCII text (nearly all of a typical corpus)
+        is counted without running the whole tokenizer over it: BERT's normaliser only lowercases
+        ASCII (no accents, no CJK), its pre-tokenizer cuts at whitespace and around each punctuation
+        mark, and wordpiece then works on each word alone. So the count is the sum of the words'
+        counts, and each distinct word is sent through the real tokenizer once and remembered.
+        Other text is cut at ASCII whitespace only, and each piece (as written) is counted and
+        remembered the same way.
+        """
+        if not text.isascii() or _ASCII_CONTROL.search(text):
+            # Cut only where BERT cuts too (ASCII whitespace); each piece is counted whole.
+            words = _ASCII_SPACE.split(text)
+        else:
+            words = _ASCII_WORD.findall(text.lower())
+        try:
+            return sum(map(self._word_counts.__getitem__, words))
+        except KeyError:
+            return self._count_new_words(words)
+
+    def _count_new_words(self, words: list[str]) -> int:
+        """The count of `words` when some have not been seen yet: those go through the tokenizer. Works
+        on a local copy, so a thread clearing the shared memory meanwhile is harmless."""
+        known = self._word_counts
+        counts = {word: known.get(word, -1) for word in words}
+        new = [word for word, n in counts.items() if n < 0]
+        for word in new:  # one by one: a batch call wakes a thread pool, costlier for single words
+            counts[word] = len(self._counter.encode(word, add_special_tokens=False))
+        if len(known) + len(new) > _WORD_CACHE_MAX:
+            known.clear()
+        known.update((word, counts[word]) for word in new if len(word) <= _WORD_MAX_CHARS)
+        return sum(map(counts.__getitem__, words))
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids with [CLS]/[SEP], truncated to MAX_TOKENS, unpadded."""

@@ -9,6 +9,8 @@ import pytest
 from support.fake_llm import FakeLlm, ok
 from support.waiting import DEADLINE_S
 
+from tests.conftest import write_files
+
 FILES = {
     "notes/postgres.md": "# Postgres upgrade\n\nWe moved the billing database to Postgres 16 in March.\n"
     "The upgrade took two hours of downtime.\n",
@@ -20,10 +22,7 @@ CITED = "[notes/postgres.md:3-3]"
 
 @pytest.fixture
 def root(tmp_path: Path, dory: Any) -> Path:
-    corpus = tmp_path / "corpus"
-    for rel, text in FILES.items():
-        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / rel).write_text(text, encoding="utf-8")
+    corpus = write_files(tmp_path / "corpus", dict(FILES))
     assert dory("--corpus", str(corpus), "reindex").code == 0
     return corpus
 

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from support.fake_llm import FakeLlm, ok
 
+from tests.conftest import write_files
+
 FILES = {
     "notes/automobile.md": "# Service log\n\nChange the oil of the automobile every 10000 km.\n",
     "notes/bicycle.md": "# Bicycle\n\nThe bicycle chain needs grease after rain.\n",
@@ -16,10 +18,7 @@ FILES = {
 
 @pytest.fixture
 def root(tmp_path: Path, dory: Any) -> Path:
-    corpus = tmp_path / "corpus"
-    for rel, text in FILES.items():
-        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / rel).write_text(text, encoding="utf-8")
+    corpus = write_files(tmp_path / "corpus", dict(FILES))
     assert dory("--corpus", str(corpus), "reindex").code == 0
     return corpus
 

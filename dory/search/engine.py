@@ -166,7 +166,10 @@ class SearchEngine:
         ordered: Iterable[H.Candidate] = candidates
         if req.mode != "exact":
             candidates.sort(key=lambda c: (-c.score, c.path, c.ordinal))
-            ordered = bounded_order(candidates, lists)
+            # With one factor for every candidate the fused order already keeps the bound (a result
+            # that dominates another scores more in every list), so the quadratic check is skipped.
+            if len({c.factor for c in candidates}) > 1:
+                ordered = bounded_order(candidates, lists)
         return _keep(ordered, keep, per_file=req.per_file, collapse=req.mode != "exact"), weak_dropped
 
     def _hit(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import pytest
@@ -63,6 +64,23 @@ def test_the_order_is_lazy_and_complete() -> None:
     # 2 is not clearly below 1, so the policy puts it first; 6 is the worst result 3 does not dominate.
     assert first == [2, 1, 6]
     assert sorted([*first, *(c.chunk_id for c in order)]) == list(range(1, 200))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_without_a_policy_factor_the_fused_order_already_keeps_the_bound(seed: int) -> None:
+    """Why the engine skips the check when every candidate has the same factor: reciprocal rank
+    fusion gives a result that dominates another a higher score in every list, so it is already
+    ahead. Random lists, RRF with unequal weights; the bound must not move anything."""
+    rng = random.Random(seed)
+    ids = list(range(1, 41))
+    lists = {name: [(i, 0.0) for i in rng.sample(ids, rng.randint(5, 40))] for name in ("bm25", "vector")}
+    weights, k = {"bm25": 1.0, "vector": 0.5}, 20
+    fused: dict[int, float] = {}
+    for name, ranked in lists.items():
+        for rank, (chunk_id, _) in enumerate(ranked, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weights[name] / (k + rank)
+    by_score = sorted((Cand(i, s) for i, s in fused.items()), key=lambda c: (-c.score, c.chunk_id))
+    assert [c.chunk_id for c in bounded_order(by_score, lists)] == [c.chunk_id for c in by_score]
 
 
 def test_a_log_that_matches_best_is_not_buried_by_the_logs_demotion(lexical_service) -> None:

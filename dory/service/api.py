@@ -5,6 +5,10 @@ what the operations share lives in `Resources` (per-thread connections, one embe
 store under a lock), and every change to the index goes to the index's owner: the running daemon
 over its control socket, or this process under the writer lock (`owner.py`). Each operation takes
 one request model and returns one response model (dory.models).
+
+The module is longer than our ~400-line guideline on purpose: it is the one facade every surface
+calls, a short method per operation plus the sub-services it builds on first use; the logic of each
+operation lives in its own module (search/, service/sessions.py, service/writes.py, …).
 """
 
 from __future__ import annotations

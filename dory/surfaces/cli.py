@@ -4,6 +4,10 @@ Every command accepts `--json` and then prints exactly one JSON document on stdo
 included, as {"error": {...}}). Exit codes: 0 ok, 2 usage, 3 not found, 4 validation,
 5 backend unavailable, 6 index locked, 7 conflict (the file changed: re-read and retry),
 1 anything else.
+
+Over ~400 lines because it holds the top-level group and the everyday commands (search, get,
+write, reindex, status…) with their options, which are most of the lines; the other command
+families live in their own modules, loaded on first use (lazy_group.py).
 """
 
 from __future__ import annotations

@@ -150,20 +150,25 @@ def _joint_lists(hits: list[SearchHit], n_durable: int) -> dict[str, list[tuple[
         assert hit.explain is not None, "merge needs each hit's stage ranks (search with debug)"
         return hit.explain
 
-    by_side: list[list[tuple[int, int]]] = [[], []]
+    # A durable hit found only through LLM expansion (dory/search/llm_assist) keeps that evidence:
+    # its variant-match rank after every plain keyword match, its cosine to the hypothetical answer.
+    by_side: list[list[tuple[tuple[int, int], int]]] = [[], []]
     vector: list[tuple[int, float]] = []
     for index, hit in enumerate(hits):
         e = explain(hit)
         if e.bm25_rank is not None:
-            by_side[index >= n_durable].append((e.bm25_rank, index))
-        if e.vector_score is not None:
-            vector.append((index, e.vector_score))
+            by_side[index >= n_durable].append(((0, e.bm25_rank), index))
+        elif e.expanded_rank is not None:
+            by_side[index >= n_durable].append(((1, e.expanded_rank), index))
+        cosines = [score for score in (e.vector_score, e.hyde_score) if score is not None]
+        if cosines:
+            vector.append((index, max(cosines)))
     lexical = [index for pair in zip_longest(*(sorted(side) for side in by_side)) for index in _present(pair)]
     vector.sort(key=lambda item: (-item[1], item[0]))
     return {"bm25": [(index, 0.0) for index in lexical], "vector": vector}
 
 
-def _present(pair: tuple[tuple[int, int] | None, ...]) -> list[int]:
+def _present(pair: tuple[tuple[tuple[int, int], int] | None, ...]) -> list[int]:
     return [item[1] for item in pair if item is not None]
 
 

@@ -23,8 +23,10 @@ title: Ops chat
 """
 
 
-def hit(path: str, bm25: int | None, cosine: float | None = None, factor: float | None = 1.0) -> SearchHit:
-    explain = StageScores(bm25_rank=bm25, vector_score=cosine, policy_factor=factor, final=0.0)
+def hit(
+    path: str, bm25: int | None, cosine: float | None = None, factor: float | None = 1.0, **assist: float
+) -> SearchHit:
+    explain = StageScores(bm25_rank=bm25, vector_score=cosine, policy_factor=factor, final=0.0, **assist)
     return SearchHit(
         path=path,
         title=path,
@@ -74,3 +76,17 @@ def test_the_best_turn_is_not_buried_under_notes_that_merely_mention_the_word(le
     # second, so the bound keeps it above every note past fourth.
     assert turn_at <= 4, paths
     assert res.hits[turn_at].turn is not None and res.hits[turn_at].explain is None
+
+
+def test_a_note_only_llm_expansion_found_keeps_that_evidence_in_the_merge() -> None:
+    plain = [hit(f"notes/n{i}.md", bm25=i) for i in range(1, 4)]
+    by_variant = hit("notes/automobile.md", bm25=None, expanded_rank=1)
+    by_hypothetical = hit("notes/engine.md", bm25=None, hyde_score=0.7)
+    turns = [hit(f"logs/sessions/a/s{i}.md", bm25=i + 5) for i in range(1, 6)]
+    merged = merge([*plain, by_variant, by_hypothetical], turns, SearchSettings(), RankingPolicy(), 10)
+    paths = [h.path for h in merged]
+    # The hypothetical's cosine counts as a vector score (first of that list); the variant match
+    # comes after every plain keyword match of its side. Without this both had no fused score and
+    # fell below every transcript.
+    assert paths[:5] == ["notes/n1.md", "notes/engine.md", "notes/n2.md", "notes/n3.md", "notes/automobile.md"]
+    assert all(h.score > 0 for h in merged)

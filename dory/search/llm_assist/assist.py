@@ -6,9 +6,10 @@ without the LLM and adds one warning, `query expansion skipped (<code>): …` or
 (<code>): …`, with a code from call.py; nothing here raises.
 
 Exact mode takes no LLM help (a literal search has nothing to expand or reorder); asking for it
-there gets a warning. The session plane (`--in sessions`) does not use this engine at all, and the
-merge of `--in all` (sessions/recall.py) fuses again from the bm25 and vector ranks only: there a hit
-only expansion found comes after those with plain evidence, and the rerank's order is not kept.
+there gets a warning. The session plane (`--in sessions`) does not use this engine at all. The
+merge of `--in all` (sessions/recall.py) fuses both sides again from their stage scores: a variant
+match counts after every plain keyword match, a hypothetical-answer cosine as a vector score, and
+the rerank's order is not kept there.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def query_round(runtimes: dict[str, MiniLMEmbedder], queries: list[str]) -> dict
 
 
 def batch_round(
-    runtimes: dict[str, MiniLMEmbedder], chunks: list[str], threads: int, repeat: int = 2
+    runtimes: dict[str, MiniLMEmbedder], chunks: list[str], threads: int, repeat: int = 1
 ) -> dict[str, float]:
     seconds = dict.fromkeys(runtimes, 0.0)
     with blas_threads(threads):

@@ -6,9 +6,9 @@ the graph below is written node by node with the `onnx` helper API from the prep
 exactly what NumpyBert computes, step for step, and the vectors agree to ~1e-6 (tested).
 
 The graph is built once and cached in Dory's cache folder (see graph_file; never in site-packages).
-Inputs: input_ids and attention_mask,
-int64 (batch, length), both dimensions dynamic. Output: the mean-pooled (batch, hidden) float32
-vectors, not normalised; MiniLMEmbedder normalises them, as it does for the other runtimes.
+Inputs: input_ids and attention_mask, int64 (batch, length), both dimensions dynamic. Output: the
+mean-pooled (batch, hidden) float32 vectors, not normalised; MiniLMEmbedder normalises them, as it
+does for the other runtimes.
 
 Threads follow the policy numpy's BLAS follows (dory/cpu.py): each run uses the process's BLAS thread
 count at that moment, which is 1 inside `single_blas_thread()` (the query path), the background count
@@ -20,9 +20,9 @@ daemon the queries and the background embedder share one single-threaded session
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -169,12 +169,14 @@ def graph_file(model_dir: Path) -> str | bytes:
     if path.is_file():
         return str(path)
     model_bytes: bytes = build_bert_model(load_bert(model_dir)).SerializeToString()
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".graph-", suffix=".tmp", delete=False) as handle:
-            handle.write(model_bytes)
-        os.replace(handle.name, path)
-    except OSError:
+        temporary.write_bytes(model_bytes)
+        os.replace(temporary, path)
+    except OSError:  # read-only or full: no cache this time, and no half-written file left behind
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
         return model_bytes
     return str(path)
 

@@ -109,3 +109,16 @@ def _has_torch() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.model
+def test_an_unwritable_cache_keeps_the_graph_in_memory(
+    model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("DORY_CACHE_DIR", str(blocker))
+    model = graph_file(model_dir)
+    assert isinstance(model, bytes) and len(model) > 80_000_000
+    assert OnnxBert(model).encode(np.array([[101, 102]]), np.array([[1, 1]])).shape == (1, 384)
+    assert [path.name for path in tmp_path.iterdir()] == ["not-a-folder"]

@@ -7,8 +7,8 @@ Loading is lazy and in two stages, so constructing an embedder is free:
 
 Runtimes: "numpy" (our own encoder, always available), "torch" (same weights through torch; about 2×
 faster; needs `pip install torch`), "onnx" (our own ONNX graph of the same weights, run by
-onnxruntime: 1.3-1.7× faster than numpy on one thread, far steadier on a busy machine, ~100 MB more
-memory per session; needs the `onnx` extra; bert_onnx.py), or "auto" (torch if it is installed, else
+onnxruntime: 1.3-1.7× faster than numpy on one thread, 5× on two threads of a busy machine, the
+same peak memory; needs the `onnx` extra; bert_onnx.py), or "auto" (torch if it is installed, else
 onnx if it is, else numpy). All give the same vectors (to 1e-5) and the same fingerprint, so an index
 built with one can be searched with another (scripts/bench/bench_encoder.py measures them).
 

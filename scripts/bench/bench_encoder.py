@@ -139,7 +139,7 @@ def main() -> None:
     print(f"\n## vectors against numpy ({len(chunks)} abstracts)")
     print(table(["runtime", "min cosine", "mean cosine"], rows, digits=7))
 
-    measure(runtimes, queries, chunks, "idle")
+    measure(runtimes, queries, chunks, "no busy loops")
     if args.busy:
         with busy_loops(args.busy):
             measure(runtimes, queries, chunks, f"{args.busy} busy loops")

@@ -58,7 +58,7 @@ class WriteSettings(_Section):
 
 class EmbedderSection(_Section):
     backend: Literal["minilm", "openai", "sentence-transformers", "none"] = "minilm"
-    runtime: Literal["auto", "numpy", "torch"] = "auto"
+    runtime: Literal["auto", "numpy", "torch", "onnx"] = "auto"
     model_path: str | None = None
     url: str | None = None
     model: str | None = None

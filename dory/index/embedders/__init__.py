@@ -48,7 +48,7 @@ BACKENDS = ("minilm", "openai", "sentence-transformers", "none")
 @dataclass(frozen=True)
 class EmbedderSettings:
     backend: str = "minilm"  # "minilm" | "openai" | "sentence-transformers" | "none"
-    runtime: str = "auto"  # minilm only: "auto" | "numpy" | "torch"
+    runtime: str = "auto"  # minilm only: "auto" | "numpy" | "torch" | "onnx"
     model_path: str | None = None  # minilm: folder with the same files; sentence-transformers: ST folder
     url: str | None = None  # openai: base URL, with or without /v1
     model: str | None = None  # openai: model name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,12 @@ import pytest
 from dory.errors import ConfigError, ModelUnavailable
 from dory.index.embedders import EmbedderSettings, load_embedder
 from dory.index.embedders.base import fingerprint_key
-from dory.index.embedders.minilm import MiniLMEmbedder, resolve_runtime
+from dory.index.embedders.minilm import RUNTIMES, MiniLMEmbedder, resolve_runtime
 from dory.index.embedders.tokens import APPROX_COUNTER_ID, approx_token_count, default_token_counter
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
+HAS_ONNX = all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
 def test_none_backend_gives_no_embedder() -> None:
@@ -41,7 +43,7 @@ def test_fingerprint_key_ignores_key_order() -> None:
 
 @pytest.mark.skipif(HAS_TORCH, reason="checks the message shown when torch is missing")
 def test_torch_runtime_without_torch_is_explained() -> None:
-    assert resolve_runtime("auto") == "numpy"
+    assert resolve_runtime("auto") == ("onnx" if HAS_ONNX else "numpy")
     with pytest.raises(ModelUnavailable, match="pip install torch"):
         resolve_runtime("torch")
 
@@ -76,3 +78,24 @@ def test_default_counter_for_a_missing_explicit_folder_is_an_error(tmp_path: Pat
     with pytest.raises(ModelUnavailable, match="model_path setting"):
         default_token_counter(tmp_path / "missing")
     assert APPROX_COUNTER_ID == "approx:v1"  # recorded by the chunker; changing it re-cuts chunks
+
+
+@pytest.mark.parametrize("missing", ["onnxruntime", "onnx"])
+def test_onnx_runtime_without_its_packages_is_explained(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A None entry in sys.modules makes a package absent for find_spec and import alike."""
+    monkeypatch.setitem(sys.modules, missing, None)
+    assert resolve_runtime("auto") == ("torch" if HAS_TORCH else "numpy")
+    with pytest.raises(
+        ModelUnavailable, match=r"runtime 'onnx' was requested .* `pip install 'dory-memory\[onnx\]'`"
+    ) as info:
+        resolve_runtime("onnx")
+    assert info.value.code == "model_unavailable"
+    embedder = load_embedder(EmbedderSettings(runtime="onnx"))  # construction stays free ...
+    with pytest.raises(ModelUnavailable, match="runtime 'onnx' was requested"):
+        embedder.embed_query("x")  # ... the error comes on use
+
+
+def test_onnx_is_a_runtime_setting() -> None:
+    assert "onnx" in RUNTIMES
+    embedder = load_embedder(EmbedderSettings(runtime="onnx"))
+    assert isinstance(embedder, MiniLMEmbedder)

@@ -17,7 +17,12 @@ with idle gaps between them, and a gap is not slowness.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# How a long pass reports each step: (phase, done, total). The indexer, the vector pass, jobs and the
+# service all take one; this light module holds it so that none of them loads another to name it.
+Progress = Callable[[str, int, int], None]
 
 WINDOW_S = 30.0  # the recent work the rate is measured over
 MIN_BATCHES = 3  # no estimate from fewer batches than this
@@ -100,3 +105,7 @@ def duration_text(seconds: float) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{secs} s"
+
+
+def no_progress(phase: str, done: int, total: int) -> None:
+    """The default progress callback: nothing shown."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -23,12 +23,12 @@ from dory.corpus.document import Document, ReadProblem, read_document
 from dory.corpus.paths import IgnoreRules
 from dory.corpus.roots import read_root, scan_notes
 from dory.corpus.scan import FileStat, ScanResult, Skip
+from dory.index.eta import Progress, no_progress
 from dory.index.store import IndexedFile, IndexStore, now_iso
 from dory.index.vectors import VectorStore
 
 log = logging.getLogger("dory.index")
 
-Progress = Callable[[str, int, int], None]  # (phase, done, total); shared by both passes
 # Skips that judge a file's bytes: while its size and mtime stay the same it is not read again. A
 # permission, a file type or a link count changes without touching either, so those are retried. So
 # is `index_failed`: the failure may have been transient, and a note that never changes (a claim
@@ -53,10 +53,6 @@ class LexicalReport:
     plan: Plan
     chunks_written: int = 0
     chunker: str = ""
-
-
-def no_progress(phase: str, done: int, total: int) -> None:
-    return None
 
 
 def _still_bad(skip: Skip, st: FileStat) -> bool:

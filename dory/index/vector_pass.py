@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dory.index.embedders.base import Embedder
-from dory.index.indexer import Progress
+from dory.index.eta import Progress
 from dory.index.store import IndexStore, embed_text, title_context
 from dory.index.vectors import VectorStore
 

@@ -26,13 +26,16 @@ _lock = threading.Lock()
 _cache: dict[tuple[str, bytes], dict[str, int]] = {}
 
 
-def term_rows(conn: sqlite3.Connection, table: str, terms: list[str]) -> tuple[int, dict[str, int]]:
-    """(rows in the table, {term: rows holding it}); a count above the largest share stops just past it."""
+def term_rows(conn: sqlite3.Connection, table: str, terms: list[str], min_rows: int = 0) -> tuple[int, dict[str, int]]:
+    """(rows in the table, {term: rows holding it}); a count above the largest share stops just past it.
+    A table of fewer than `min_rows` rows counts nothing (the retriever does not split there)."""
     totals = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
     if totals is None or not terms:
         return 0, {}
     key = (table, bytes(totals[0]))
     rows = _first_varint(key[1])
+    if rows < min_rows:
+        return rows, {}
     cap = int(rows * max(COMMON_SHARES)) + 1
     with _lock:
         if key not in _cache and (len(_cache) >= 4 or sum(len(v) for v in _cache.values()) > _CACHE_SIZE):
@@ -43,12 +46,6 @@ def term_rows(conn: sqlite3.Connection, table: str, terms: list[str]) -> tuple[i
     with _lock:
         known.update(found)
         return rows, {term: known.get(term, found.get(term, 0)) for term in terms}
-
-
-def common_terms(conn: sqlite3.Connection, table: str, terms: list[str], share: float) -> set[str]:
-    """The terms (each matched alone as a quoted string) found in more than `share` of the rows."""
-    rows, counts = term_rows(conn, table, terms)
-    return {term for term, n in counts.items() if n > rows * share}
 
 
 def _count(conn: sqlite3.Connection, table: str, term: str, cap: int) -> int:

@@ -46,14 +46,12 @@ class VectorSide(Protocol):
 
 
 class SearchEngine:
-    def __init__(
-        self, settings: Settings, store: IndexStore, vectors: VectorSide | None, llm: SearchLlm | None = None
-    ) -> None:
+    def __init__(self, settings: Settings, store: IndexStore, vectors: VectorSide | None, llm: SearchLlm) -> None:
         self.settings = settings
         self.store = store
         self.vectors = vectors
         self.policy = RankingPolicy.from_settings(settings.search.policy)
-        self.llm = llm if llm is not None else SearchLlm(settings)  # a service shares one (its connections)
+        self.llm = llm  # the service's one client: expansion and rerank share its connections
 
     def search(self, req: SearchRequest) -> SearchResponse:
         parsed = parse_query(req.query)

@@ -17,7 +17,7 @@ from typing import Any
 import pydantic
 
 from dory.errors import BackendUnavailable, UsageError
-from dory.index.indexer import Progress, no_progress
+from dory.index.eta import Progress, no_progress
 from dory.models import (
     EvalModeResult,
     EvalQueryResult,

@@ -61,8 +61,8 @@ def _splits(store: IndexStore, parsed: ParsedQuery, min_rows: int) -> list[tuple
     """(MATCH of the distinctive clauses, MATCH of the common words), strictest share first, no repeats."""
     if len(parsed.terms) < 2:
         return []
-    rows, counts = term_rows(store.conn, "chunks_fts", parsed.terms)
-    if rows < min_rows:
+    rows, counts = term_rows(store.conn, "chunks_fts", parsed.terms, min_rows)
+    if rows < min_rows:  # small index: the plain OR is fast, and nothing was counted
         return []
     out: list[tuple[str, str]] = []
     for share in COMMON_SHARES:

@@ -27,6 +27,7 @@ from dory.corpus.paths import normalize_rel
 from dory.corpus.roots import check_writable, output_root
 from dory.corpus.template import copy_template
 from dory.errors import DaemonNotRunning, DoryError, JobFailed, NotFound, ReadOnlyCorpus
+from dory.index.eta import Progress, no_progress
 from dory.models import (
     ActiveMemoryRequest,
     ActiveMemoryResponse,
@@ -85,7 +86,6 @@ from dory.service.writes import (
 # The rest of the service loads on first use, in the operation that needs it: a one-shot bm25
 # search must not import FAISS, the embedder, the indexer, the jobs or the writers (SPEC §11).
 if TYPE_CHECKING:
-    from dory.index.indexer import Progress
     from dory.index.store import IndexStore
     from dory.memory.proposals import ProposalStore
     from dory.search.llm_assist.call import SearchLlm
@@ -106,10 +106,6 @@ DAEMON_WORK_DEADLINE_S = 3600.0
 JOB_LOCK_WAIT_S = 600.0
 T = TypeVar("T")
 VECTOR_MODES = ("vector", "hybrid", "recall")  # recall searches durable memory in hybrid mode
-
-
-def no_progress(phase: str, done: int, total: int) -> None:
-    """The default progress callback: nothing shown (as dory.index.indexer's, without loading the indexer)."""
 
 
 class DoryService:

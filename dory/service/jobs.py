@@ -10,7 +10,7 @@ from dory.config import Settings
 from dory.corpus.atomic import swap_if_unchanged
 from dory.corpus.roots import write_root
 from dory.errors import WriteConflict
-from dory.index.indexer import Progress, no_progress
+from dory.index.eta import Progress, no_progress
 from dory.index.store import IndexStore
 from dory.jobs.ledger import JobLedger
 from dory.jobs.registry import JOBS, schedule_spec

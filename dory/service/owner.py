@@ -22,7 +22,8 @@ from dory.corpus.paths import IgnoreRules
 from dory.corpus.roots import writable_roots
 from dory.errors import DoryError, IndexLocked
 from dory.index import db, vector_pass
-from dory.index.indexer import Indexer, Plan, Progress, no_progress
+from dory.index.eta import Progress, no_progress
+from dory.index.indexer import Indexer, Plan
 from dory.index.lock import WriterLock
 from dory.index.store import IndexStore
 from dory.index.vectors import VectorStore

@@ -12,7 +12,7 @@ from pathlib import Path
 from dory import llm
 from dory.corpus.atomic import write_atomic
 from dory.errors import BackendUnavailable, DoryError, LlmBadOutput, UsageError
-from dory.index.indexer import Progress, no_progress
+from dory.index.eta import Progress, no_progress
 from dory.index.store import now_iso
 from dory.models import (
     CompactMethod,

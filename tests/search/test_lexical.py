@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dory.models import ReindexRequest, Scope
-from dory.search.common_terms import common_terms
+from dory.search.common_terms import term_rows
 from dory.search.lexical import _BM25, lexical_candidates
 from dory.search.query import fts_match, parse_query
 
@@ -55,11 +55,16 @@ def lexical(svc, query: str, limit: int, scope: Scope | None = None) -> list[tup
     return lexical_candidates(svc.store, parse_query(query), scope or Scope(), limit, split_from=0)
 
 
+def common(svc, terms: list[str], share: float) -> set[str]:
+    rows, counts = term_rows(svc.store.conn, "chunks_fts", terms)
+    return {term for term, n in counts.items() if n > rows * share}
+
+
 BETA = ["beta/only.md", "both/one.md", "both/two.md", "kept/gamma.md"]
 
 
 def test_rows_with_a_distinctive_word_come_first_scored_over_every_word(svc) -> None:
-    assert common_terms(svc.store.conn, "chunks_fts", ["alpha", "beta"], 0.10) == {"alpha"}
+    assert common(svc, ["alpha", "beta"], 0.10) == {"alpha"}
     found = lexical(svc, "alpha beta", limit=4)
     assert sorted(paths(svc, [i for i, _ in found])) == BETA
     # the OR list's own order and scores, restricted to the rows holding the distinctive word
@@ -99,13 +104,13 @@ def test_scope_with_too_few_distinctive_rows_falls_back_to_or(svc) -> None:
 
 
 def test_common_words_follow_the_index(svc, write_corpus) -> None:
-    assert common_terms(svc.store.conn, "chunks_fts", ["beta", "filler"], 0.10) == {"filler"}
+    assert common(svc, ["beta", "filler"], 0.10) == {"filler"}
     root = svc.settings.corpus
     for n in range(40):
         (root / "more").mkdir(exist_ok=True)
         (root / "more" / f"b{n}.md").write_text(f"Beta again {n}.\n")
     svc.reindex(ReindexRequest())
-    assert common_terms(svc.store.conn, "chunks_fts", ["beta", "filler"], 0.10) == {"beta", "filler"}
+    assert common(svc, ["beta", "filler"], 0.10) == {"beta", "filler"}
 
 
 HOSTILE = [
@@ -156,3 +161,10 @@ def test_only_stopwords_still_search(svc) -> None:
 def test_small_indexes_run_the_plain_or(svc) -> None:
     parsed = parse_query("alpha beta")
     assert lexical_candidates(svc.store, parsed, Scope(), 3) == or_only(svc, "alpha beta", limit=3)
+    # and they count no word: the counts would only serve a split that does not happen
+    rows, counts = term_rows(svc.store.conn, "chunks_fts", ["alpha", "beta"], min_rows=rows_plus_one(svc))
+    assert rows > 0 and counts == {}
+
+
+def rows_plus_one(svc) -> int:
+    return term_rows(svc.store.conn, "chunks_fts", ["alpha"])[0] + 1

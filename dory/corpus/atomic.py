@@ -236,6 +236,23 @@ def repair_leftovers(folder: Path) -> list[str]:
     return report
 
 
+def set_aside(path: Path) -> Path | None:
+    """The old version of `path` that a compare-and-swap has renamed aside, if any: between that
+    rename and the new file being linked in, nothing is at the path, and a reader in another thread
+    or process must see the old version there, not a missing note. (After a crash the same file is
+    what `repair_leftovers` puts back, so reading it is still reading the note's last version.)"""
+    prefix = f".{path.name}.dory-old-"
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                match = TEMP_NAME.match(entry.name) if entry.name.startswith(prefix) else None
+                if match is not None and match["name"] == path.name:
+                    return Path(entry.path)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
+    return None
+
+
 def is_leftover(name: str) -> bool:
     """A temporary file name of a write whose process is gone."""
     match = TEMP_NAME.match(name) if ".dory-" in name else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import glob
 import hashlib
 import math
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from dory.corpus.atomic import set_aside
 from dory.models.common import MAX_NESTING
 
 FRONTMATTER_MAX_BYTES = 64 * 1024
@@ -30,6 +32,9 @@ FRONTMATTER_MAX_NODES = 5000
 _FENCE = re.compile(r"^-{3,}\s*$")
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
 _YAML = YAMLHandler()
+# How often a read follows a note that writes keep swapping under it. Each retry means one more
+# write completed meanwhile, so the bound only stops a reader from chasing an endless stream.
+_SWAP_RETRIES = 100
 
 
 class ReadProblem(Exception):
@@ -88,13 +93,33 @@ def decode_note(data: bytes) -> str:
 def read_regular(path: Path, max_bytes: int) -> bytes:
     """The bytes of a note, at most `max_bytes` (checked while reading, not only before). A FIFO,
     socket or device is refused without blocking on it, and so is a hard-linked file (see
-    `hard_link_problem`); FileNotFoundError passes through."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    `hard_link_problem`); FileNotFoundError passes through.
+
+    A Dory write in another thread or process may have renamed the note aside for a moment (see
+    `atomic.set_aside`): the version set aside is read then, so a reader sees the old note or the
+    new one, never a missing one."""
+    for _ in range(_SWAP_RETRIES):
+        try:
+            return _read_one(path, path, max_bytes)
+        except FileNotFoundError:
+            aside = set_aside(path)
+            if aside is None:
+                raise
+        try:
+            return _read_one(aside, path, max_bytes)
+        except FileNotFoundError:
+            continue  # the swap finished or was undone meanwhile: the path holds a file again
+    raise FileNotFoundError(errno.ENOENT, "the note kept being replaced while it was read", str(path))
+
+
+def _read_one(opened: Path, note: Path, max_bytes: int) -> bytes:
+    """Read `opened`, which is `note` itself or the version of it a write has set aside."""
+    fd = os.open(opened, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ReadProblem("not_regular_file", "not a regular file (fifo, socket or device)")
-        if problem := hard_link_problem(st, path):
+        if problem := hard_link_problem(st, note):
             raise problem
         if st.st_size > max_bytes:
             raise ReadProblem("too_large", f"{st.st_size} bytes is over the {max_bytes}-byte cap")
@@ -116,8 +141,9 @@ def hard_link_problem(st: os.stat_result, path: Path | None = None) -> ReadProbl
     a symlink leaving the corpus, the content is not taken for a note; a note meant to live in two
     places stays in the corpus and is symlinked from the other place.
 
-    One exception: Dory's own atomic writes link a temporary file into place and then remove it, so
-    for a moment a note has two names, the second being that temporary file beside it. A reader
+    One exception: Dory's own atomic writes link a temporary file into place and then remove it (and
+    a swap that is undone links the version it set aside back), so for a moment a note has two
+    names, the second being that temporary file beside it. A reader
     (an HTTP GET during a write) must not see a hard link then. A scan passes no path: it runs as the
     index's owner, never beside that owner's writes."""
     if st.st_nlink <= 1 or (path is not None and st.st_nlink == 2 and _own_write_in_progress(st, path)):
@@ -130,8 +156,9 @@ def hard_link_problem(st: os.stat_result, path: Path | None = None) -> ReadProbl
 
 
 def _own_write_in_progress(st: os.stat_result, path: Path) -> bool:
-    """Whether the other name of `path` is the temporary file of a Dory write linking it into place."""
-    for temp in path.parent.glob(f".{glob.escape(path.name)}.dory-new-*.tmp"):
+    """Whether the other name of `path` is the temporary file of a Dory write linking it into place
+    (a new version, or an old one being put back)."""
+    for temp in path.parent.glob(f".{glob.escape(path.name)}.dory-*.tmp"):
         with contextlib.suppress(OSError):
             if temp.stat().st_ino == st.st_ino and temp.stat().st_dev == st.st_dev:
                 return True

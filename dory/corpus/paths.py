@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from dory.corpus.atomic import set_aside
 from dory.errors import InvalidInput, NotFound, PathNotAllowed, PathOutsideCorpus
 
 # Folders never walked, wherever they appear.
@@ -128,7 +129,10 @@ def resolve_inside(root: Path, user_path: str) -> tuple[str, Path]:
     try:
         resolved = (real_root / rel).resolve(strict=True)
     except FileNotFoundError as exc:
-        raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
+        swapped = _being_swapped(real_root / rel)
+        if swapped is None:
+            raise NotFound(f"no such file in the corpus: {rel}", path=rel) from exc
+        resolved = swapped
     except RuntimeError as exc:  # Python raises this for symlink loops
         raise InvalidInput(f"symlink loop at {rel}", path=rel) from exc
     except OSError as exc:
@@ -140,6 +144,16 @@ def resolve_inside(root: Path, user_path: str) -> tuple[str, Path]:
     if resolved.is_dir():
         raise InvalidInput(f"path is a folder, not a file: {rel}", path=rel)
     return rel, resolved
+
+
+def _being_swapped(path: Path) -> Path | None:
+    """The real path of a note that a write has renamed aside for a moment (it is still there:
+    reading it reads the version set aside), or None when nothing is there at all."""
+    try:
+        folder = path.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    return folder / path.name if set_aside(folder / path.name) is not None else None
 
 
 def relpath(root: Path, path: Path) -> str:

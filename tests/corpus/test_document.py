@@ -115,3 +115,36 @@ def test_a_note_read_while_a_dory_write_links_it_into_place_is_not_a_hard_link(t
     with pytest.raises(ReadProblem) as info:
         read_document(root, "note.md", 1000)
     assert info.value.reason == "hard_link"
+
+
+def test_a_note_a_write_has_set_aside_is_read_from_there(tmp_path: Path) -> None:
+    """Between a swap's rename aside and its link into place nothing is at the note's path; a reader
+    in another thread or process sees the version set aside, not a missing note (issue 19's CI run:
+    a GET during a memory write answered not_found)."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    aside = root / f".note.md.dory-old-{os.getpid()}-0123abcd.tmp"
+    aside.write_text("# Note\n\nold content\n")
+    assert "old content" in read_document(root, "note.md", 1000).text
+    assert aside.read_text() == "# Note\n\nold content\n"  # read, never moved or changed
+
+
+def test_only_the_set_aside_version_of_the_same_note_stands_in_for_it(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / f".other.md.dory-old-{os.getpid()}-0123abcd.tmp").write_text("another note\n")
+    (root / f".note.md.dory-new-{os.getpid()}-0123abcd.tmp").write_text("a new version not yet in place\n")
+    (root / ".note.md.dory-old-notapid-0123abcd.tmp").write_text("not Dory's temporary name\n")
+    with pytest.raises(ReadProblem) as info:
+        read_document(root, "note.md", 1000)
+    assert info.value.reason == "unreadable"
+
+
+def test_a_note_being_put_back_by_an_undone_swap_is_not_a_hard_link(tmp_path: Path) -> None:
+    """An undone swap links the version it set aside back to the note's name, then removes the
+    temporary name: for a moment the note has two names, the second Dory's own `old` temp file."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "note.md").write_text("# Note\n\nput back\n")
+    os.link(root / "note.md", root / f".note.md.dory-old-{os.getpid()}-0123abcd.tmp")
+    assert "put back" in read_document(root, "note.md", 1000).text

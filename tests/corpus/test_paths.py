@@ -49,3 +49,14 @@ def test_ignore_rules() -> None:
         assert rules.skips_file(name, name), name
     assert rules.skips_file("a.draft.md", "k/a.draft.md")
     assert not rules.skips_file("note.md", "k/note.md")
+
+
+def test_a_note_a_write_has_set_aside_for_a_moment_still_resolves(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / f".plan.md.dory-old-{os.getpid()}-0123abcd.tmp").write_text("old\n")
+    rel, resolved = resolve_inside(tmp_path, "notes/plan.md")
+    assert (rel, resolved) == ("notes/plan.md", tmp_path.resolve() / "notes" / "plan.md")
+    with pytest.raises(NotFound):  # another note's set-aside version is not this one
+        resolve_inside(tmp_path, "notes/other.md")
+    with pytest.raises(NotFound):  # nor is a folder that does not exist
+        resolve_inside(tmp_path, "missing/plan.md")

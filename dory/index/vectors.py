@@ -9,9 +9,9 @@ from FAISS's threads, and when other processes hold the cores its spinning OpenM
 (IndexFlatIP at 100k, nq=1, on 2 cores already busy with other processes: p50 48 ms on 1 thread,
 130 ms on 2; with 2 more busy loops 88 against 249 ms; scripts/bench/bench_search.py --threads-only).
 libgomp keeps the thread count per calling thread, so this does not slow the writer thread's
-rebuilds and IVF training, which keep every core. The flat index is searched with a numpy product
-instead of FAISS; its BLAS threads follow the query path's policy (dory/cpu.py, applied by
-dory/search/semantic.py).
+rebuilds and IVF training, which keep every core. The flat index is searched by FAISS too: at 100k
+vectors its one-thread scan beat a numpy product (one BLAS thread) over the same memory, 8.3 against
+12.7 ms idle and 10.5 against 29.5 ms on a loaded machine (scripts/bench/bench_search.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ class VectorStore:
         self.kind = kind
         self.ivf_threshold = ivf_threshold
         self.index: faiss.Index = self._empty_flat()
-        self._view: tuple[np.ndarray, np.ndarray] | None = None
 
     def _empty_flat(self) -> faiss.Index:
         return faiss.IndexIDMap2(faiss.IndexFlatIP(self.dims))
@@ -101,18 +100,15 @@ class VectorStore:
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if len(ids) == 0:
             return
-        self._view = None
         self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
 
     def remove(self, ids: np.ndarray | list[int]) -> None:
         if len(ids) == 0 or self.ntotal == 0:
             return
-        self._view = None
         self.index.remove_ids(faiss.IDSelectorBatch(np.asarray(ids, dtype=np.int64)))
 
     def rebuild(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Replace everything, choosing the index type for the new size."""
-        self._view = None
         use_ivf = self.kind == "ivf" or (self.kind == "auto" and len(ids) >= self.ivf_threshold)
         if use_ivf and len(ids) >= 1000:
             nlist = min(4096, max(16, int(4 * math.sqrt(len(ids)))))
@@ -135,37 +131,15 @@ class VectorStore:
         if self.ntotal == 0 or k <= 0:
             return []
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
-        if not self.is_ivf:
-            return self._flat_search(query[0], k, allowed)
-        # What SearchParametersIVF(nprobe=...) does at run time; faiss's stubs type the constructor without arguments.
-        params = faiss.SearchParametersIVF()
-        params.nprobe = IVF_NPROBE
+        # faiss's stubs type the parameter constructors without arguments: fields are set after.
+        params = faiss.SearchParametersIVF() if self.is_ivf else faiss.SearchParameters()
+        if isinstance(params, faiss.SearchParametersIVF):
+            params.nprobe = IVF_NPROBE
         if allowed is not None:
             params.sel = faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
         with _one_omp_thread():
-            scores, ids = self.index.search(query, k, params=params)
+            scores, ids = self.index.search(query, min(k, self.ntotal), params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
-
-    def _flat_search(self, query: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        # FAISS answers a single flat query on one thread; a numpy product over the same memory
-        # uses every BLAS thread and is several times faster (measured in scripts/bench).
-        vectors, ids = self._flat_view()
-        scores = vectors @ query
-        if allowed is not None:
-            scores = np.where(np.isin(ids, allowed), scores, -np.inf)
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
-
-    def _flat_view(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._view is None:
-            id_map = self._id_map()
-            flat = faiss.downcast_index(id_map.index)
-            assert isinstance(flat, faiss.IndexFlat)  # _empty_flat wraps an IndexFlatIP
-            vectors = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * self.dims).reshape(self.ntotal, self.dims)
-            self._view = (vectors, faiss.vector_to_array(id_map.id_map).astype(np.int64))
-        return self._view
 
     def _id_map(self) -> faiss.IndexIDMap:
         """The index of a store that is not IVF: the IndexIDMap2 of `_empty_flat` (or read back from one)."""

@@ -41,7 +41,7 @@ class LiveVectors:
             raise BackendUnavailable(
                 "the embedding model changed since vectors were built; `dory reindex` rebuilds them"
             )
-        # The query path runs numpy's BLAS on one thread (embedding and the flat index's product):
+        # The query path embeds with numpy's BLAS on one thread (FAISS keeps to one thread itself):
         # threads gain little here and collapse when other processes hold the cores (dory/cpu.py).
         with single_blas_thread():
             query_vector = self._embedder().embed_query(query)  # outside the lock: the slow part

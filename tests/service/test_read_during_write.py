@@ -1,4 +1,4 @@
-"""A reader never sees a note missing while a write replaces it.
+"""A reader never sees a note missing while a write replaces it: neither a GET nor a search.
 
 A replace is a compare-and-swap (dory/corpus/atomic.py): the note is renamed aside, checked, and
 the new version linked in. At each step where a write pauses (its crash points), a GET from another
@@ -15,7 +15,7 @@ import pytest
 from support.waiting import DEADLINE_S
 
 from dory.corpus import atomic
-from dory.models import GetRequest, MemoryWriteRequest, ReindexRequest, WriteRequest
+from dory.models import GetRequest, MemoryWriteRequest, ReindexRequest, SearchRequest, WriteRequest
 from dory.service import DoryService
 
 PAGE = "people/ana-lima.md"
@@ -23,11 +23,14 @@ SEED = {PAGE: "---\ntitle: Ana Lima\n---\n\n## Summary\n\nAna makes pottery.\n"}
 
 
 def get_from_another_thread(svc: DoryService) -> str:
-    """What a GET in another thread answers right now: the note's content, or the error's repr."""
+    """What a GET in another thread answers right now: the note's content, or the error's repr; and
+    a search for the note must not call it gone."""
     answer: list[str] = []
 
     def read() -> None:
         try:
+            page = [hit for hit in svc.search(SearchRequest(query="Ana pottery", mode="bm25")).hits if hit.path == PAGE]
+            assert len(page) == 1 and "no longer on disk" not in (page[0].stale_warning or ""), page
             answer.append(svc.get(GetRequest(path=PAGE)).content)
         except Exception as exc:  # the answer under test; any error is a failure below
             answer.append(repr(exc))

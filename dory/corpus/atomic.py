@@ -253,6 +253,12 @@ def set_aside(path: Path) -> Path | None:
     return None
 
 
+def set_aside_name(name: str) -> str | None:
+    """The note name that `name` is the set-aside version of (see `set_aside`), else None."""
+    match = TEMP_NAME.match(name) if ".dory-old-" in name else None
+    return match["name"] if match is not None and match["tag"] == "old" else None
+
+
 def is_leftover(name: str) -> bool:
     """A temporary file name of a write whose process is gone."""
     match = TEMP_NAME.match(name) if ".dory-" in name else None

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dory.corpus.atomic import is_leftover
+from dory.corpus.atomic import is_leftover, set_aside, set_aside_name
 from dory.corpus.document import hard_link_problem
 from dory.corpus.paths import IgnoreRules, is_note
 
@@ -80,7 +80,7 @@ def scan_paths(root: Path, rules: IgnoreRules, roots: list[str]) -> ScanResult:
         seen_dirs = _ancestors(real_root, rel)
         entry_path = real_root / rel
         try:
-            st = entry_path.lstat()
+            st = _lstat_note(entry_path)
         except FileNotFoundError:
             continue
         except OSError as exc:
@@ -99,6 +99,18 @@ def scan_paths(root: Path, rules: IgnoreRules, roots: list[str]) -> ScanResult:
         elif is_note(name) and not rules.skips_file(name, rel):
             _add_file(st, rel, result)
     return result
+
+
+def _lstat_note(path: Path) -> os.stat_result:
+    """lstat, except that a note a write has renamed aside for a moment is still there (its set-aside
+    version stands in, as for readers): the watcher must not drop it from the index mid-write."""
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        aside = set_aside(path)
+        if aside is None:
+            raise
+        return aside.lstat()
 
 
 def _ancestors(real_root: Path, rel: str) -> set[tuple[int, int]]:
@@ -129,10 +141,16 @@ def _walk(
         result.complete = False
         result.skipped.append(Skip(prefix.rstrip("/"), "unreadable_dir", exc.strerror or str(exc)))
         return
+    names = {entry.name for entry in entries}
     for entry in entries:
         rel = prefix + entry.name
         if is_leftover(entry.name):
             result.leftovers.append(rel)
+            continue
+        if (note := set_aside_name(entry.name)) is not None:
+            # A live write has renamed this note aside for a moment: it is still a note of the corpus.
+            if note not in names and is_note(note) and not rules.skips_file(note, prefix + note):
+                _add_file(entry.stat(follow_symlinks=False), prefix + note, result)
             continue
         if not _utf8(entry.name):
             if is_note(entry.name) or entry.is_dir(follow_symlinks=False):

@@ -2,7 +2,7 @@ import os
 from pathlib import Path
 
 from dory.corpus.paths import IgnoreRules
-from dory.corpus.scan import scan_corpus
+from dory.corpus.scan import scan_corpus, scan_paths
 
 
 def test_scan_lists_notes_and_reports_links(tmp_path: Path) -> None:
@@ -56,3 +56,22 @@ def test_hard_linked_note_is_skipped_and_listed_again_once_it_has_one_name(tmp_p
     assert [(s.path, s.reason, s.size, s.mtime_ns) for s in result.skipped] == [("linked.md", "hard_link", None, None)]
     outside.unlink()
     assert sorted(scan_corpus(root, IgnoreRules()).files) == ["linked.md", "plain.md"]
+
+
+def test_a_note_a_live_write_has_set_aside_is_still_scanned(tmp_path: Path) -> None:
+    """Between a swap's rename aside and its link into place nothing is at the note's path: a scan
+    then (the daemon's, while another process writes) must not drop the note from the index."""
+    root = tmp_path / "c"
+    (root / "a").mkdir(parents=True)
+    aside = root / "a" / f".plan.md.dory-old-{os.getpid()}-0123abcd.tmp"
+    aside.write_text("# Plan\n\nold\n")
+    (root / "a" / f".kept.md.dory-old-{os.getpid()}-0123abcd.tmp").write_text("# Kept, also aside\n")
+    (root / "a" / "kept.md").write_text("# Kept\n")  # the new version already linked in: listed once
+    full = scan_corpus(root, IgnoreRules())
+    assert sorted(full.files) == ["a/kept.md", "a/plan.md"]
+    assert full.files["a/plan.md"].size == aside.stat().st_size
+    partial = scan_paths(root, IgnoreRules(), ["a/plan.md"])
+    assert sorted(partial.files) == ["a/plan.md"]
+    aside.unlink()  # the write was a removal: now the note is gone
+    assert sorted(scan_corpus(root, IgnoreRules()).files) == ["a/kept.md"]
+    assert sorted(scan_paths(root, IgnoreRules(), ["a/plan.md"]).files) == []

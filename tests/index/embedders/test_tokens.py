@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -53,3 +55,21 @@ def test_remembered_words_are_bounded(model_dir: Path, monkeypatch) -> None:
     blob = "q" * 65
     assert counter.count(blob) == counter.count(blob) == 65  # q ##q ##q …
     assert blob not in counter._word_counts  # long words are not remembered
+
+
+def test_one_tokenizer_per_process_and_a_replaced_file_is_loaded_again(model_dir: Path, tmp_path: Path) -> None:
+    """Every service of a process shares the tokenizer (loading it took ~16 ms a service); the
+    encoding half is loaded only when something is encoded."""
+    first = MiniLMTokenizer.from_model_dir(model_dir)
+    assert MiniLMTokenizer.from_model_dir(model_dir) is first
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    fresh = MiniLMTokenizer.from_model_dir(copy)
+    assert fresh is not first and fresh._encoder is None
+    stat = (copy / "tokenizer.json").stat()
+    os.utime(copy / "tokenizer.json", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    replaced = MiniLMTokenizer.from_model_dir(copy)
+    assert replaced is not fresh
+    ids = replaced.encode_batch(["hello world"])
+    assert replaced._encoder is not None and ids == first.encode_batch(["hello world"])
+    assert ids[0][0] == 101 and ids[0][-1] == 102  # [CLS] … [SEP]

@@ -10,8 +10,8 @@ from FAISS's threads, and when other processes hold the cores its spinning OpenM
 130 ms on 2; with 2 more busy loops 88 against 249 ms; scripts/bench/bench_search.py --threads-only).
 libgomp keeps the thread count per calling thread, so this does not slow the writer thread's
 rebuilds and IVF training, which keep every core. The flat index is searched by FAISS too: at 100k
-vectors its one-thread scan beat a numpy product (one BLAS thread) over the same memory, 8.3 against
-12.7 ms idle and 10.5 against 29.5 ms on a loaded machine (scripts/bench/bench_search.py).
+vectors its one-thread scan beats a numpy product over the same memory, p50 7.3 against 14.4 ms
+(one BLAS thread) idle and 14.3 against 26.4 ms with two busy loops (scripts/bench/bench_search.py).
 """
 
 from __future__ import annotations

@@ -42,14 +42,15 @@ Accelerate, MKL builds, non-Linux without a numpy.libs folder) the limit is a no
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import os
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # The user's override of Dory's default for batch embedding (an integer ≥ 1).
@@ -104,6 +105,8 @@ class _OpenBlas:
     """numpy's OpenBLAS library through ctypes: get and set its (process-wide) thread count."""
 
     def __init__(self, lib: ctypes.CDLL, setter: str, path: str) -> None:
+        import ctypes  # here, not at the top: `dory --help` imports this module and never needs it
+
         self.path = path
         self._set = getattr(lib, setter)
         self._set.argtypes = [ctypes.c_int]
@@ -126,6 +129,9 @@ def _candidate_paths() -> list[str]:
     one would leave numpy's products untouched, so only files in numpy's wheel folders (numpy.libs,
     numpy/.dylibs, scipy_openblas64) count, and a loaded OpenBLAS elsewhere only when the path names
     numpy (a system numpy linked to its own)."""
+    import glob
+    from pathlib import Path
+
     found: list[str] = []
     numpy_module = sys.modules.get("numpy")
     if numpy_module is not None and getattr(numpy_module, "__file__", None):
@@ -152,6 +158,8 @@ def _openblas() -> _OpenBlas | None:
     """numpy's OpenBLAS, found once (imports numpy, so only call it once numpy may load)."""
     global _blas, _blas_searched
     if not _blas_searched:
+        import ctypes
+
         import numpy  # noqa: F401  (loads the library looked for)
 
         for path in _candidate_paths():

@@ -13,7 +13,6 @@ families live in their own modules, loaded on first use (lazy_group.py).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -46,6 +45,8 @@ def cli(corpus: str | None, state_dir: str | None, server: str | None, token: st
 @command
 def init(directory: str, no_model: bool, bare: bool) -> Result:
     """Create a corpus in DIRECTORY from the template (never overwriting a file); installs the model if missing."""
+    from pathlib import Path  # in the commands, not at the top: `dory --help` never needs pathlib
+
     from dory.service import init_corpus
 
     def announce(message: str) -> None:
@@ -264,6 +265,8 @@ def eval_command(
     """Measure retrieval quality (Recall@k, MRR@10, nDCG@10) per mode on your own queries.
 
     QUERIES_FILE holds JSON lines {"id", "query", "expected": [paths], "scope"?}."""
+    from pathlib import Path
+
     from dory.models import EvalRequest  # pydantic models: loaded only when a command runs
 
     as_json = click.get_current_context().params.get("as_json", False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -41,6 +40,8 @@ def install_units(
     Writes ~/.config/dory/units/NAME.env (DORY_CORPUS=the corpus) and the unit templates (with the
     absolute path of this `dory`), then runs systemctl --user daemon-reload and enable --now. A re-run
     changes only what differs and says so."""
+    from pathlib import Path  # here, not at the top: `dory --help` imports this module
+
     from dory.corpora import locate
     from dory.service.units import UnitsRequest, default_config_home, install_units, running_dory
 

@@ -241,12 +241,10 @@ def set_aside(path: Path) -> Path | None:
     rename and the new file being linked in, nothing is at the path, and a reader in another thread
     or process must see the old version there, not a missing note. (After a crash the same file is
     what `repair_leftovers` puts back, so reading it is still reading the note's last version.)"""
-    prefix = f".{path.name}.dory-old-"
     try:
         with os.scandir(path.parent) as entries:
             for entry in entries:
-                match = TEMP_NAME.match(entry.name) if entry.name.startswith(prefix) else None
-                if match is not None and match["name"] == path.name:
+                if set_aside_name(entry.name) == path.name:
                     return Path(entry.path)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return None
@@ -257,6 +255,21 @@ def set_aside_name(name: str) -> str | None:
     """The note name that `name` is the set-aside version of (see `set_aside`), else None."""
     match = TEMP_NAME.match(name) if ".dory-old-" in name else None
     return match["name"] if match is not None and match["tag"] == "old" else None
+
+
+def stat_note(path: Path, follow_symlinks: bool = True) -> os.stat_result:
+    """`os.stat` of a note, or, while a write has renamed it aside for a moment, of the version set
+    aside (a rename keeps size and mtime); FileNotFoundError only when nothing is there at all."""
+    try:
+        return os.stat(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        aside = set_aside(path)
+        if aside is None:
+            raise
+    try:
+        return os.stat(aside, follow_symlinks=False)
+    except FileNotFoundError:  # the write finished meanwhile: the note is back at its path
+        return os.stat(path, follow_symlinks=follow_symlinks)
 
 
 def is_leftover(name: str) -> bool:

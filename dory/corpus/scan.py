@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dory.corpus.atomic import is_leftover, set_aside, set_aside_name
+from dory.corpus.atomic import is_leftover, set_aside_name, stat_note
 from dory.corpus.document import hard_link_problem
 from dory.corpus.paths import IgnoreRules, is_note
 
@@ -80,7 +80,8 @@ def scan_paths(root: Path, rules: IgnoreRules, roots: list[str]) -> ScanResult:
         seen_dirs = _ancestors(real_root, rel)
         entry_path = real_root / rel
         try:
-            st = _lstat_note(entry_path)
+            # A note a write has renamed aside for a moment is still there: the watcher keeps it.
+            st = stat_note(entry_path, follow_symlinks=False)
         except FileNotFoundError:
             continue
         except OSError as exc:
@@ -99,18 +100,6 @@ def scan_paths(root: Path, rules: IgnoreRules, roots: list[str]) -> ScanResult:
         elif is_note(name) and not rules.skips_file(name, rel):
             _add_file(st, rel, result)
     return result
-
-
-def _lstat_note(path: Path) -> os.stat_result:
-    """lstat, except that a note a write has renamed aside for a moment is still there (its set-aside
-    version stands in, as for readers): the watcher must not drop it from the index mid-write."""
-    try:
-        return path.lstat()
-    except FileNotFoundError:
-        aside = set_aside(path)
-        if aside is None:
-            raise
-        return aside.lstat()
 
 
 def _ancestors(real_root: Path, rel: str) -> set[tuple[int, int]]:

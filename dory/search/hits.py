@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dory.corpus.atomic import set_aside
+from dory.corpus.atomic import stat_note
 from dory.index.store import IndexStore
 from dory.search.query import ParsedQuery
 
@@ -147,7 +146,7 @@ def stale_warning(corpus: Path, c: Candidate) -> str | None:
     """Checks the disk at answer time, so a result never silently shows text that has changed."""
     notes = []
     try:
-        st = _stat_note(corpus / c.path)
+        st = stat_note(corpus / c.path)  # a note a write has set aside for a moment is not gone
         if st.st_size != c.size or st.st_mtime_ns != c.mtime_ns:
             notes.append("the file changed on disk after it was indexed; `dory reindex` refreshes it")
     except OSError:
@@ -155,21 +154,6 @@ def stale_warning(corpus: Path, c: Candidate) -> str | None:
     if c.frontmatter_error:
         notes.append(f"frontmatter not parsed ({c.frontmatter_error[:120]})")
     return "; ".join(notes) or None
-
-
-def _stat_note(path: Path) -> os.stat_result:
-    """The note's stat, or, while a write has renamed it aside for a moment, the stat of the version
-    set aside (a rename keeps size and mtime): a search during a write never calls the note gone."""
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        aside = set_aside(path)
-        if aside is None:
-            raise
-    try:
-        return os.stat(aside)
-    except FileNotFoundError:  # the write finished meanwhile: the note is back at its path
-        return os.stat(path)
 
 
 _WORDS = re.compile(r"\w+")

@@ -119,7 +119,9 @@ def _read_one(opened: Path, note: Path, max_bytes: int) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ReadProblem("not_regular_file", "not a regular file (fifo, socket or device)")
-        if problem := hard_link_problem(st, note):
+        # A second look at the link count: a write's temporary name may be removed between the
+        # fstat and the search for it (the note is then back to one name).
+        if (problem := hard_link_problem(st, note)) and os.fstat(fd).st_nlink > 1:
             raise problem
         if st.st_size > max_bytes:
             raise ReadProblem("too_large", f"{st.st_size} bytes is over the {max_bytes}-byte cap")
